@@ -1,0 +1,3 @@
+from sgtui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""The `sgtui` entry point: a thin argparse dispatcher over sgtui.commands.*."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from types import ModuleType
+
+from sgtui import __version__
+from sgtui.commands import COMMANDS
+from sgtui.core.errors import UserError
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module("sgtui.commands." + name.replace("-", "_"))
+
+
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """Build the parser; only the selected subcommand's module is imported (keeps `sgtui fit` fast)."""
+    parser = argparse.ArgumentParser(
+        prog="sgtui",
+        description="Launch, watch and fix SGLang servers on your own GPU hosts over SSH.",
+    )
+    parser.add_argument("--version", action="version", version=f"sgtui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        if name == selected:
+            mod = _module(name)
+            p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+            mod.add_arguments(p)
+            p.set_defaults(_run=mod.run)
+        else:
+            sub.add_parser(name, help=_SHORT_HELP.get(name, ""), add_help=False)
+    return parser
+
+
+_SHORT_HELP = {
+    "tui": "open the app (the default when no command is given)",
+    "demo": "open the app against a built-in simulated GPU host",
+    "fit": "predict whether an SGLang launch fits in GPU memory, and why not",
+    "explain": "read an SGLang log: startup timeline, the error and its root cause",
+    "launch": "launch a profile headless; --watch follows it to ready or failure",
+    "sim-host": "run the simulated GPU host as a standalone SSH server on 127.0.0.1",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    if selected is None and not any(a in ("-h", "--help", "--version") for a in argv):
+        argv = ["tui", *argv]
+        selected = "tui"
+    if selected not in COMMANDS:
+        selected = None
+    parser = build_parser(selected)
+    args = parser.parse_args(argv)
+    if not hasattr(args, "_run"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        print(f"sgtui {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""asyncio I/O against GPU hosts: SSH connections, targets, runs, log tails, GPU samplers. No Textual."""
