@@ -1,0 +1,182 @@
+"""`sgtui explain LOGFILE|-`: read an SGLang log and say how far the launch got, what killed it, and what to
+change. Pure core code: no Textual, no asyncssh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from sgtui.core.errors import UserError
+
+HELP = "read an SGLang log: startup timeline, the error and its root cause"
+
+_FACT_LABELS = (
+    ("model_path", "model", "{}"),
+    ("tp_size", "tensor parallel", "{}"),
+    ("mem_fraction_static", "--mem-fraction-static", "{}"),
+    ("load_weight_begin_avail_gib", "free before weights", "{:.2f} GiB"),
+    ("weight_mem_gib", "weights per GPU", "{:.2f} GiB"),
+    ("draft_weight_mem_gib", "draft weights per GPU", "{:.2f} GiB"),
+    ("avail_mem_after_weights_gib", "free after weights", "{:.2f} GiB"),
+    ("mamba_cache_size", "Mamba state slots", "{:,}"),
+    ("kv_tokens", "KV pool tokens", "{:,}"),
+    ("memory_pool_end_avail_gib", "free after pools", "{:.2f} GiB"),
+    ("cuda_graph_mem_gib", "CUDA graph memory", "{:.2f} GiB"),
+    ("max_total_num_tokens", "max_total_num_tokens", "{:,}"),
+    ("max_running_requests", "max running requests", "{:,}"),
+    ("context_length", "context length", "{:,}"),
+    ("available_gpu_mem_gib", "free when ready", "{:.2f} GiB"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "logfile", metavar="LOGFILE", help="an SGLang server log, or - to read standard input"
+    )
+    parser.add_argument("--json", action="store_true", help="print the analysis as one JSON object")
+    parser.add_argument(
+        "--fit-json",
+        metavar="PATH",
+        help="a `sgtui fit --json` report for the same launch: sharper memory advice",
+    )
+
+
+def read_log(name: str) -> str:
+    """The log's text (undecodable bytes replaced); a missing or unreadable file is a UserError."""
+    if name == "-":
+        return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    path = Path(name).expanduser()
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise UserError(f"{name}: no such file; give the path of an SGLang log, or - to read stdin") from None
+    except IsADirectoryError:
+        raise UserError(f"{name} is a directory; give the path of an SGLang log file") from None
+    except PermissionError:
+        raise UserError(f"{name}: permission denied; check the file's permissions") from None
+    except OSError as exc:
+        raise UserError(f"{name}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _read_fit(name: str | None) -> dict[str, Any] | None:
+    if name is None:
+        return None
+    text = read_log(name)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{name}, line {exc.lineno}: not JSON ({exc.msg}); pass the output of `sgtui fit --json`"
+        ) from None
+    if not isinstance(data, dict):
+        raise UserError(f"{name}: expected a JSON object from `sgtui fit --json`")
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    from sgtui.core.diagnose import diagnose
+    from sgtui.core.logs import classify_text
+
+    text = read_log(args.logfile)
+    fit = _read_fit(getattr(args, "fit_json", None))
+    analysis = classify_text(text)
+    diagnoses = diagnose(analysis, fit)
+    if args.json:
+        report = analysis.to_json()
+        report["diagnosis"] = [d.to_json() for d in diagnoses]
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    sys.stdout.write(render(args.logfile, analysis, diagnoses))
+    return 0
+
+
+def _fmt(template: str, value: Any) -> str:
+    try:
+        return template.format(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _values_text(values: dict[str, Any]) -> str:
+    parts = [f"{k}={v}" for k, v in values.items() if v is not None and k != "label"]
+    return ", ".join(parts)
+
+
+def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
+    """The human report: outcome, timeline with gaps, phase durations, facts, the error and its diagnosis."""
+    from sgtui.core.log_state import PHASE_LABELS
+
+    out: list[str] = []
+    error = analysis.error
+    source = "standard input" if name == "-" else name
+    out.append(f"{source}: {analysis.line_count} lines")
+    if error is not None:
+        where = PHASE_LABELS.get(error.phase, error.phase)
+        out.append(f"Outcome: FAILED ({error.error_class}) at line {error.line}, while {where}")
+    else:
+        phase = PHASE_LABELS.get(analysis.state.phase, analysis.state.phase)
+        out.append(f"Outcome: {analysis.outcome}, phase: {phase}")
+    if analysis.reversed_order:
+        out.append("(the file is newest-first, a cloud-logging export; read oldest-first)")
+    milestones = analysis.milestones
+    if analysis.reversed_order:
+        milestones = sorted(milestones, key=lambda m: (m.seconds is None, m.seconds or 0.0))
+    if milestones:
+        out.append("")
+        out.append("Startup timeline")
+        out.append(f"  {'line':>6}  {'time':<19}  {'+s':>7}  {'milestone':<22}  {'ranks':<10}  values")
+        previous: float | None = None
+        for m in milestones:
+            gap = "" if m.seconds is None or previous is None else f"{m.seconds - previous:+.1f}"
+            if m.seconds is not None:
+                previous = m.seconds
+            ranks = ",".join(sorted(m.ranks)) if m.ranks else "-"
+            if len(ranks) > 10:
+                ranks = f"{len(m.ranks)} ranks"
+            values = _values_text(m.values)
+            out.append(f"  {m.line:>6}  {m.time or '-':<19}  {gap:>7}  {m.kind:<22}  {ranks:<10}  {values}")
+        durations = analysis.state.durations()
+        if durations:
+            parts = [f"{PHASE_LABELS.get(p, p)} {s:.1f} s" for p, s in durations.items()]
+            out.append("  phases: " + ", ".join(parts))
+    for phase, progress in analysis.state.progress.items():
+        if analysis.state.phase != "ready" and "percent" in progress:
+            out.append(
+                f"  {PHASE_LABELS.get(phase, phase)}: {progress['percent']}% "
+                f"({progress.get('done')}/{progress.get('total')})"
+            )
+    facts = [
+        (label, _fmt(t, analysis.facts[k]))
+        for k, label, t in _FACT_LABELS
+        if analysis.facts.get(k) is not None
+    ]
+    if facts:
+        out.append("")
+        out.append("Numbers from the log")
+        width = max(len(label) for label, _ in facts)
+        out += [f"  {label:<{width}}  {value}" for label, value in facts]
+    if error is not None:
+        out.append("")
+        out.append(f"Error (line {error.line}): {error.text.strip()[:400]}")
+        if error.death_line is not None and error.death_line != error.line:
+            out.append(
+                f"  the launch died at line {error.death_line}: {(error.death_text or '').strip()[:200]}"
+            )
+    for d in diagnoses:
+        out.append("")
+        out.append(f"Diagnosis: {d.title}")
+        out += textwrap.wrap(d.detail, width=106, initial_indent="  ", subsequent_indent="  ")
+        for s in d.suggestions:
+            head = " ".join(p for p in (s.flag, s.value) if p) or "do"
+            out += textwrap.wrap(
+                f"-> {head}: {s.why}", width=106, initial_indent="  ", subsequent_indent="     "
+            )
+    for line, text in analysis.state.warnings:
+        out.append(f"warning (line {line}): {text}")
+    return "\n".join(out) + "\n"

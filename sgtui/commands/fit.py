@@ -1,0 +1,178 @@
+"""`sgtui fit`: will this SGLang launch fit in GPU memory, and if not, why and what would.
+
+Imports only sgtui.core (no Textual, asyncssh or pynvml), so it answers in a blink.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from sgtui.core.errors import UserError
+
+HELP = "predict whether an SGLang launch fits in GPU memory, and why not"
+
+EPILOG = """\
+examples:
+  sgtui fit --gpu A6000 --gpus 2 --sglang 0.5.9 -- --model-path /models/Qwen3.6-27B --tp 2 \\
+      --mem-fraction-static 0.85 --context-length 32768 --speculative-algorithm NEXTN
+  sgtui fit --config config.json --gpu H100-80G --free-gib 78.5 --weights-gib 15 --json -- --tp 1
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--config", metavar="PATH", help="config.json or model folder (default: --model-path)")
+    parser.add_argument("--gpu", metavar="NAME|SIZE", help="GPU preset (A6000, H100-80G, ...) or size (49140MiB, 48GiB)")
+    parser.add_argument("--gpus", metavar="N", help="GPUs on the host (default: what the flags need)")
+    parser.add_argument("--sglang", metavar="VERSION", default="0.5.11", help="SGLang version (default 0.5.11)")
+    parser.add_argument("--free-gib", metavar="X", help='measured free GiB per GPU ("Load weight begin. avail mem=")')
+    parser.add_argument("--weights-gib", metavar="X", help='measured weight GiB per GPU ("Load weight end ... mem usage=")')
+    parser.add_argument("--draft-weights-gib", metavar="X", help="draft/MTP weight GiB per GPU (default: estimated)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("sglang_flags", nargs=argparse.REMAINDER, help="-- then the flags for sglang.launch_server")
+
+
+def _number(option: str, text: str | None, *, integer: bool = False) -> Any:
+    if text is None:
+        return None
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise UserError(f"{option} {text!r}: expected {kind}") from None
+    if value < 0 or (integer and value < 1) or (not integer and not math.isfinite(value)):
+        raise UserError(f"{option} {text!r}: must be {'at least 1' if integer else 'a non-negative number'}")
+    return value
+
+
+def _model_path(args: argparse.Namespace, model_path: str | None) -> Path:
+    if args.config:
+        return Path(args.config)
+    if model_path and Path(model_path).expanduser().is_dir():
+        return Path(model_path).expanduser()
+    where = f"--model-path {model_path!r} is not a local folder" if model_path else "no --model-path was given"
+    raise UserError(f"no model config: {where}; pass --config with a config.json or a model folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    from sgtui.core.fit import fit
+    from sgtui.core.flags import parse_argv
+    from sgtui.core.gpus import GpuSpec, parse_gpu
+    from sgtui.core.model import load_model_facts
+
+    argv = list(args.sglang_flags)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    parsed = parse_argv(argv, args.sglang)
+    spec = parsed.spec
+    free_gib = _number("--free-gib", args.free_gib)
+    weights_gib = _number("--weights-gib", args.weights_gib)
+    draft_gib = _number("--draft-weights-gib", args.draft_weights_gib)
+    n_gpus = _number("--gpus", args.gpus, integer=True)
+    model = load_model_facts(_model_path(args, spec.model_path))
+    notes = list(parsed.notes)
+    if args.gpu:
+        gpu = parse_gpu(args.gpu)
+    elif free_gib is not None:
+        mib = math.ceil(free_gib + 1) * 1024
+        gpu = GpuSpec(name=f"{mib} MiB GPU (assumed from --free-gib)", mib=mib)
+        notes.append("No --gpu: the GPU total (which picks SGLang's defaults) is assumed from --free-gib.")
+    else:
+        raise UserError("--gpu is needed: a preset such as A6000 or H100-80G, or a size such as 49140MiB")
+    draft = None
+    draft_path = spec.speculative_draft_model_path
+    if draft_path and draft_gib is None and (Path(draft_path).expanduser() / "config.json").is_file():
+        draft = load_model_facts(Path(draft_path).expanduser())
+    report = fit(
+        spec,
+        model,
+        gpu,
+        n_gpus=n_gpus,
+        version=args.sglang,
+        free_gib=free_gib,
+        weights_gib=weights_gib,
+        draft_weights_gib=draft_gib,
+        draft_model=draft,
+    )
+    report.notes.extend(notes)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(render_text(report, model))
+    return 0
+
+
+def _src(estimated: bool) -> str:
+    return "estimated" if estimated else "given"
+
+
+def render_text(report: Any, model: Any) -> str:
+    """The compact human table: inputs, budget lines, pools, verdict, error, warnings."""
+    r = report
+    rows: list[tuple[str, str]] = []
+    layers = f"{model.num_layers} layers"
+    if model.is_gdn_hybrid:
+        layers += f" ({model.full_attention_layers} full + {model.linear_attention_layers} linear attention)"
+    rows.append(("model", f"{model.architecture or model.model_type}, {layers}"))
+    rows.append(("GPUs", f"{r.n_gpus} x {r.gpu_name} ({r.gpu_total_gib:.2f} GiB), TP {r.tp_size}"))
+    rows.append(("rules", f"SGLang {r.sglang_version} ({r.family} family)"))
+    rows.append(("free before load P", f"{r.baseline_free_gib:.2f} GiB per GPU ({_src(r.baseline_estimated)})"))
+    weights = f"{r.weights_gib:.2f} GiB per GPU ({_src(r.weights_estimated)})"
+    if r.draft_weights_gib:
+        weights += f", draft {r.draft_weights_gib:.2f} GiB ({_src(r.draft_weights_estimated)})"
+    rows.append(("weights W", weights))
+    how = "auto" if r.mem_fraction_static_is_auto else f"set; auto would be {r.mem_fraction_static_auto:.3f}"
+    rows.append(("mem-fraction-static", f"{r.mem_fraction_static:.3f} ({how})"))
+    rows.append(
+        (
+            "static budget",
+            f"rest = A - P*(1-mfs) = {r.available_after_weights_gib:.2f} - "
+            f"{r.baseline_free_gib * (1 - r.mem_fraction_static):.2f} = {r.rest_gib:.2f} GiB",
+        )
+    )
+    if r.mamba is not None:
+        m = r.mamba
+        rows.append(
+            (
+                "linear-attn state",
+                f"{m.max_mamba_cache_size} slots x {m.slot_bytes / 2**20:.1f} MiB = {m.state_gib:.2f} GiB "
+                f"({m.ssm_dtype} SSM, {m.strategy}, {m.ratio} slot(s)/request)",
+            )
+        )
+        if m.spec_state_gib:
+            rows.append(("speculative state", f"{m.spec_state_gib:.2f} GiB"))
+    if r.error is None or r.max_total_num_tokens:
+        rows.append(
+            (
+                "KV pool",
+                f"{r.kv_pool_gib:.2f} GiB / {r.kv_cell_bytes:,} B per token = {r.max_total_num_tokens:,} tokens "
+                f"({r.kv_cache_dtype}, page {r.page_size})",
+            )
+        )
+        if r.swa:
+            rows.append(("sliding window", f"full {r.swa['full_tokens']:,} / SWA {r.swa['swa_tokens']:,} tokens"))
+        rows.append(("max running requests", f"{r.max_running_requests} (context length {r.context_length:,})"))
+        rows.append(
+            (
+                "slack",
+                f"{r.slack_gib:.2f} GiB left for CUDA graphs and activations "
+                f"(SGLang's estimate: {r.activation_estimate_gib:.2f} GiB)",
+            )
+        )
+    rows.append(("verdict", r.verdict.upper()))
+    if r.error:
+        rows.append(("error", r.error))
+    width = max(len(k) for k, _ in rows)
+    lines = [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    if r.warnings:
+        lines.append("warnings:")
+        lines.extend(f"  - {w.message}" for w in r.warnings)
+    if r.notes:
+        lines.append("notes:")
+        lines.extend(f"  - {n}" for n in r.notes)
+    return "\n".join(lines)

@@ -1,0 +1,243 @@
+"""`sgtui launch PROFILE [--host H] [--watch] [--json-events]`: a headless, detached launch.
+
+With --watch it follows the run's log through the classifier and prints each startup milestone as it
+appears (elapsed time and the values the line carried), then the diagnosis; exit 0 once the server is
+ready, 1 when the launch failed. A dropped connection is resumed from the last byte read (the tail does
+that), and the run's own status is polled so a server that dies without a word is noticed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sgtui.core.logs import LogClassifier, LogEvent
+    from sgtui.remote.runs import RunManager, RunRecord
+
+HELP = "launch a profile headless; --watch follows it to ready or failure"
+
+STATUS_POLL_S = 0.5  # how often --watch asks whether the process group is still alive
+ERROR_SETTLE_S = 1.0  # after the first fatal line, read this much longer so the whole traceback is in
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("profile", help="a profile YAML file, or the name of one in sgtui's profiles dir")
+    parser.add_argument("--host", help="run on this host instead of the profile's `host`")
+    parser.add_argument("--watch", action="store_true", help="follow the log until ready (exit 0) or failed (1)")
+    parser.add_argument(
+        "--json-events", action="store_true", help="print one JSON object per event instead of text lines"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="with --watch: give up (exit 1) after this many seconds without ready or failure",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from sgtui.core.errors import UserError
+
+    if args.timeout is not None and args.timeout <= 0:
+        raise UserError(f"--timeout {args.timeout:g}: give a positive number of seconds")
+    path = resolve_profile_path(args.profile)
+    printer = Printer(json_events=args.json_events)
+    return asyncio.run(launch(path, host=args.host, watch=args.watch, printer=printer, timeout=args.timeout))
+
+
+def resolve_profile_path(name: str) -> Path:
+    """A path as given, else `<profiles dir>/NAME[.yaml|.yml]`; a UserError saying where it looked."""
+    from sgtui.core.errors import UserError
+    from sgtui.core.paths import profiles_dir
+
+    given = Path(name).expanduser()
+    if given.is_file():
+        return given
+    folder = profiles_dir()
+    for candidate in (folder / name, folder / f"{name}.yaml", folder / f"{name}.yml"):
+        if candidate.is_file():
+            return candidate
+    raise UserError(f"profile {name!r}: no such file, and no {name}.yaml in {folder}")
+
+
+class Printer:
+    """Text lines or JSON objects on stdout, one per event, flushed as they happen."""
+
+    def __init__(self, json_events: bool, out: Any = None) -> None:
+        self.json = json_events
+        self.out = out or sys.stdout
+        self.t0 = time.monotonic()
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self.t0, 1)
+
+    def emit(self, event: str, text: str, **data: Any) -> None:
+        if self.json:
+            line = json.dumps({"event": event, "elapsed": self.elapsed(), **data}, default=str)
+        else:
+            line = f"[{self.elapsed():7.1f}s] {text}"
+        print(line, file=self.out, flush=True)
+
+
+async def launch(path: Path, *, host: str | None, watch: bool, printer: Printer, timeout: float | None) -> int:
+    from sgtui.core.profiles import dump_profile, load_profile
+    from sgtui.remote.connection import ConnectionPool, RemoteError
+    from sgtui.remote.runs import RunManager
+    from sgtui.remote.targets import Target
+
+    profile = load_profile(path)  # ProfileError (a UserError) lists every problem; the CLI exits 2
+    host_name = host or profile.host
+    pool = ConnectionPool()
+    conn = pool.get(host_name)
+    target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
+    manager = RunManager(conn, target)
+    argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
+    try:
+        record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
+        printer.emit(
+            "launched",
+            f"launched {profile.name} on {host_name} ({target.label}): pid {record.pid}, log {record.log_path}",
+            run=record.to_json(),
+        )
+        if not watch:
+            return 0
+        return await Watch(manager, record, printer, timeout).run()
+    except RemoteError as exc:
+        printer.emit("error", f"error: {exc}", message=str(exc))
+        return 1
+    finally:
+        await conn.close()
+
+
+class Watch:
+    """Follow one run to ready or failure: log chunks into the classifier, status polls on the side."""
+
+    def __init__(self, manager: RunManager, record: RunRecord, printer: Printer, timeout: float | None) -> None:
+        from sgtui.core.logs import LogClassifier
+
+        self.manager = manager
+        self.record = record
+        self.printer = printer
+        self.timeout = timeout
+        self.classifier: LogClassifier = LogClassifier()
+        self.error_seen_at: float | None = None
+        self.exit_code: int | None = None
+        self.exited = False
+
+    async def run(self) -> int:
+        import asyncio
+        import contextlib
+
+        tail = asyncio.ensure_future(self._follow())
+        try:
+            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            while True:
+                done = self._verdict()
+                if done is not None:
+                    return self._finish(done)
+                if deadline is not None and time.monotonic() > deadline:
+                    self.printer.emit(
+                        "timeout", f"gave up after {self.timeout:g} s: still {self.classifier.state.phase}"
+                    )
+                    return 1
+                await asyncio.sleep(STATUS_POLL_S)
+                await self._poll_status()
+        finally:
+            tail.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await tail
+
+    async def _follow(self) -> None:
+        async for chunk in self.manager.tail(self.record):
+            for event in self.classifier.feed("\n".join(chunk.lines) + "\n"):
+                self._event(event)
+
+    async def _poll_status(self) -> None:
+        from sgtui.remote.connection import RemoteError
+        from sgtui.remote.runs import RunState
+
+        if self.exited:
+            return
+        try:
+            status = await self.manager.status(self.record)
+        except RemoteError:
+            return  # the connection is being re-established; the next poll asks again
+        if status.state is not RunState.RUNNING:
+            import asyncio
+
+            await asyncio.sleep(STATUS_POLL_S)  # let the tail deliver the last lines first
+            self.exited = True
+            self.exit_code = status.rc
+            for event in self.classifier.process_exited(status.rc):
+                self._event(event)
+
+    def _event(self, event: LogEvent) -> None:
+        from sgtui.core.logs import MILESTONE_KINDS
+
+        if event.kind in MILESTONE_KINDS:
+            values = " ".join(f"{k}={v}" for k, v in event.values.items())
+            rank = f" [{event.rank}]" if event.rank else ""
+            self.printer.emit(
+                "milestone",
+                f"{event.kind}{rank}" + (f"  {values}" if values else ""),
+                kind=event.kind,
+                line=event.line,
+                rank=event.rank,
+                values=event.values,
+            )
+        elif event.kind == "error" and self.error_seen_at is None and self.classifier.state.error is not None:
+            self.error_seen_at = time.monotonic()
+
+    def _verdict(self) -> str | None:
+        state = self.classifier.state
+        if "ready" in state.milestones:
+            return "ready"
+        if state.error is not None:
+            if self.error_seen_at is None:
+                self.error_seen_at = time.monotonic()
+            if self.exited or time.monotonic() - self.error_seen_at >= ERROR_SETTLE_S:
+                return "failed"
+        elif self.exited:
+            return "failed" if self.exit_code != 0 else "exited"
+        return None
+
+    def _finish(self, verdict: str) -> int:
+        from dataclasses import asdict
+
+        from sgtui.core.diagnose import diagnose
+
+        analysis = self.classifier.analysis()
+        error = analysis.error
+        if error is not None:
+            self.printer.emit(
+                "error",
+                f"error ({error.error_class}) at line {error.line}: {error.text.strip()[:300]}",
+                error_class=error.error_class,
+                line=error.line,
+                text=error.text,
+            )
+        for item in diagnose(analysis):
+            lines = [f"diagnosis: {item.title}", *("  " + d for d in item.detail.splitlines() if d.strip())]
+            lines += [
+                "  try: " + " ".join(x for x in (s.flag, s.value) if x) + (f"  ({s.why})" if s.why else "")
+                for s in item.suggestions
+            ]
+            self.printer.emit("diagnosis", "\n".join(lines), **asdict(item))
+        if verdict == "ready":
+            self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)
+            return 0
+        self.printer.emit(
+            "failed",
+            f"failed: {error.error_class if error else 'the server exited'} (log {self.record.log_path})",
+            error_class=error.error_class if error else None,
+            exit_code=self.exit_code,
+            log=self.record.log_path,
+        )
+        return 1

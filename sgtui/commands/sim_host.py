@@ -1,0 +1,90 @@
+"""`sgtui sim-host`: the simulated GPU host as a standalone SSH server on 127.0.0.1, until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+HELP = "run the simulated GPU host as a standalone SSH server on 127.0.0.1"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from sgtui.sim.scenarios import DEFAULT_SCENARIO, SCENARIOS
+
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
+    parser.add_argument(
+        "--config-dir",
+        help="sgtui config dir to write the `sim` host entry, its key, known_hosts line and demo profiles "
+        "into (default: sgtui's own config dir, or $SGTUI_CONFIG_DIR)",
+    )
+    parser.add_argument(
+        "--scenario",
+        default=DEFAULT_SCENARIO,
+        help=f"which simulated host (default {DEFAULT_SCENARIO}): " + "; ".join(
+            f"{name}: {s.description}" for name, s in SCENARIOS.items()
+        ),
+    )
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=None,
+        help="time factor for the simulated SGLang (2 = twice as fast; default $SGTUI_SIM_SPEED or 1)",
+    )
+    parser.add_argument("--name", default="sim", help="host name to register (default: sim)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from sgtui.core.errors import UserError
+    from sgtui.core.paths import config_dir
+    from sgtui.sim.scenarios import get_scenario
+
+    scenario = get_scenario(args.scenario)
+    if not 0 <= args.port < 65536:
+        raise UserError(f"--port {args.port}: use a port number from 1 to 65535 (or 0 for any free port)")
+    speed = args.speed if args.speed is not None else float(os.environ.get("SGTUI_SIM_SPEED") or 1.0)
+    if speed <= 0:
+        raise UserError(f"--speed {speed:g}: the time factor must be positive (1 = real pace)")
+    target_dir = Path(args.config_dir).expanduser() if args.config_dir else config_dir()
+    return asyncio.run(_serve(scenario, args.port, target_dir, speed, args.name))
+
+
+async def _serve(scenario: object, port: int, config_dir: object, speed: float, name: str) -> int:
+    import asyncio
+    import signal
+    from pathlib import Path
+
+    from sgtui.core.errors import UserError
+    from sgtui.sim.host import SimHost
+    from sgtui.sim.scenarios import Scenario
+
+    assert isinstance(scenario, Scenario) and isinstance(config_dir, Path)
+    host = SimHost(scenario, speed=speed, port=port)
+    try:
+        await host.start()
+    except OSError as exc:
+        await host.close()
+        raise UserError(f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another port")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        written = host.write_config(config_dir, name)
+        print(f"sgtui sim-host: {name} ({scenario.name}) listening on {host.host}:{host.port}", flush=True)
+        print(f"  config: {written.hosts_file}", flush=True)
+        for profile in written.profiles:
+            print(f"  profile: {profile}", flush=True)
+        if written.profiles:
+            print(
+                f"  try: SGTUI_CONFIG_DIR={config_dir} sgtui launch {written.profiles[0]} --watch",
+                flush=True,
+            )
+        await stop.wait()
+    finally:
+        await host.close()
+        print("sgtui sim-host: stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,276 @@
+"""Warnings with the number that would work, found by re-running the fit arithmetic.
+
+Every suggestion is a search over the same model (never a rule of thumb), so "raise
+--mem-fraction-static to at least 0.88" means 0.88 fits and 0.879 does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from sgtui.core.fit import FitReport, FitWarning
+from sgtui.core.flags import LaunchSpec
+from sgtui.core.model import ModelFacts
+
+Recompute = Callable[[LaunchSpec], FitReport]
+
+RAISE_WHY = "more of the GPU for weights+KV; less slack for CUDA graphs and activations"
+LOWER_WHY = "a smaller KV pool; more slack for CUDA graphs and activations"
+
+
+def _first_true(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
+    """Smallest n in [lo, hi] with ok(n), assuming ok is monotone (False...True)."""
+    if lo > hi or not ok(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _last_true(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
+    """Largest n in [lo, hi] with ok(n), assuming ok is monotone (True...False)."""
+    if lo > hi or not ok(lo):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _mfs(spec: LaunchSpec, thousandths: int) -> LaunchSpec:
+    return replace(spec, mem_fraction_static=thousandths / 1000)
+
+
+def _strategy_flag(family: str) -> str:
+    return "--mamba-radix-cache-strategy" if family == "0.5.23" else "--mamba-scheduler-strategy"
+
+
+def _pools_fit(r: FitReport) -> bool:
+    """SGLang gets past pool sizing (it may still run out of slack later): monotone in mfs."""
+    return r.error is None or r.error.startswith("torch.OutOfMemoryError")
+
+
+def _summary(r: FitReport) -> str:
+    if r.verdict == "fails":
+        return "still fails"
+    return f"{r.max_total_num_tokens:,} tokens, max_running_requests {r.max_running_requests} ({r.verdict})"
+
+
+def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: ModelFacts) -> None:
+    """Append warnings (in order of importance) to `report`."""
+    w = report.warnings
+    current = round(report.mem_fraction_static * 1000)
+
+    def pools_fit_at(t: int) -> bool:
+        return _pools_fit(recompute(_mfs(spec, t)))
+
+    def holds_context_at(t: int) -> bool:
+        r = recompute(_mfs(spec, t))
+        return _pools_fit(r) and r.max_total_num_tokens >= r.context_length
+
+    if report.error and "radix cache" in report.error:
+        no_radix = replace(spec, disable_radix_cache=True)
+        alt = recompute(no_radix)
+        w.append(
+            FitWarning(
+                "radix_cache_conflict",
+                "SGLang refuses speculative decoding with the radix cache on a hybrid linear-attention model "
+                f"under the no_buffer strategy. Add --disable-radix-cache: {_summary(alt)}.",
+                "--disable-radix-cache",
+                True,
+            )
+        )
+        if alt.verdict == "fails":
+            _spec_decoding_advice(alt, recompute, no_radix, model, into=report, prefix="With it, ")
+    elif report.verdict == "fails" and report.error and "context_length" not in report.error:
+        if "out of memory" in report.error:
+            best = _last_true(1, current - 1, lambda t: recompute(_mfs(spec, t)).verdict == "fits")
+            if best is not None:
+                w.append(
+                    FitWarning(
+                        "lower_mem_fraction_static",
+                        f"The slack P*(1-mfs) cannot hold what SGLang allocates after the pools. Lower "
+                        f"--mem-fraction-static to {best / 1000:.3f} or less ({LOWER_WHY}).",
+                        "--mem-fraction-static",
+                        best / 1000,
+                    )
+                )
+        else:
+            need = _first_true(current + 1, 990, holds_context_at) or _first_true(
+                current + 1, 990, pools_fit_at
+            )
+            if need is not None:
+                alt = recompute(_mfs(spec, need))
+                tail = (
+                    " It would leave little slack: expect trouble at CUDA graph capture."
+                    if (alt.verdict == "tight")
+                    else ""
+                )
+                w.append(
+                    FitWarning(
+                        "raise_mem_fraction_static",
+                        f"Raise --mem-fraction-static to at least {need / 1000:.3f} ({RAISE_WHY}): "
+                        f"{_summary(alt)}.{tail}",
+                        "--mem-fraction-static",
+                        need / 1000,
+                    )
+                )
+            else:
+                w.append(
+                    FitWarning(
+                        "does_not_fit",
+                        "No --mem-fraction-static up to 0.99 makes this fit: use more GPUs (a larger "
+                        "--tp-size), a quantized checkpoint, or a shorter --context-length.",
+                    )
+                )
+    _spec_decoding_advice(report, recompute, spec, model)
+    _mamba_advice(report, recompute, spec, model)
+    if report.verdict != "fails" and report.max_total_num_tokens < report.context_length:
+        t = _first_true(
+            current + 1,
+            990,
+            lambda t: (
+                (r := recompute(_mfs(spec, t))).verdict != "fails"
+                and r.max_total_num_tokens >= report.context_length
+            ),
+        )
+        extra = (
+            f", or raise --mem-fraction-static to at least {t / 1000:.3f} ({RAISE_WHY})"
+            if t is not None
+            else ""
+        )
+        w.append(
+            FitWarning(
+                "pool_smaller_than_context",
+                f"The KV pool holds {report.max_total_num_tokens:,} tokens, fewer than the context length "
+                f"{report.context_length:,}: one request of full length cannot be served. Lower "
+                f"--context-length to {report.max_total_num_tokens}{extra}.",
+                "--context-length",
+                report.max_total_num_tokens,
+            )
+        )
+    if report.verdict == "tight":
+        best = _last_true(1, current - 1, lambda t: recompute(_mfs(spec, t)).verdict == "fits")
+        lower = (
+            f"Lower --mem-fraction-static to {best / 1000:.3f} ({LOWER_WHY}) or lower --cuda-graph-max-bs."
+            if best is not None
+            else "Lower --cuda-graph-max-bs or --chunked-prefill-size."
+        )
+        w.append(
+            FitWarning(
+                "tight_slack",
+                f"Only {report.slack_gib:.2f} GiB stays free for CUDA graphs and activations; SGLang's own "
+                f"estimate for this GPU tier is {report.activation_estimate_gib:.2f} GiB, and a capture failure "
+                f"or CUDA OOM under load is likely. {lower}",
+                "--mem-fraction-static",
+                best / 1000 if best is not None else None,
+            )
+        )
+    if report.baseline_estimated:
+        w.append(
+            FitWarning(
+                "baseline_estimated",
+                f"Free memory before loading (P = {report.baseline_free_gib:.2f} GiB) is an estimate: the GPU "
+                "total minus about 1 GiB for the CUDA context and NCCL. Pass --free-gib with the value of "
+                '"Load weight begin. avail mem=" from a log for an exact answer.',
+                "--free-gib",
+            )
+        )
+    if report.weights_estimated:
+        w.append(
+            FitWarning(
+                "weights_estimated",
+                f"Weights per GPU ({report.weights_gib:.2f} GiB) are estimated from the config's shapes, not "
+                'read from the checkpoint. Pass --weights-gib ("Load weight end ... mem usage=") or a model '
+                "folder with its safetensors.",
+                "--weights-gib",
+            )
+        )
+    if report.draft_weights_estimated and report.draft_weights_gib > 0:
+        w.append(
+            FitWarning(
+                "draft_weights_estimated",
+                f"Draft/MTP weights per GPU ({report.draft_weights_gib:.2f} GiB) are estimated; "
+                "--draft-weights-gib overrides.",
+                "--draft-weights-gib",
+            )
+        )
+
+
+def _spec_decoding_advice(
+    report: FitReport,
+    recompute: Recompute,
+    spec: LaunchSpec,
+    model: ModelFacts,
+    *,
+    into: FitReport | None = None,
+    prefix: str = "",
+) -> None:
+    """With speculative decoding on a hybrid model the state per running request dominates: find the
+    largest --max-running-requests whose pool still holds one full context (else the largest that fits)."""
+    if report.verdict != "fails" or report.error is None or not model.is_gdn_hybrid:
+        return
+    if not spec.speculative_algorithm or "radix cache" in report.error or "context_length" in report.error:
+        return
+    start = spec.max_running_requests or 48
+
+    def at(n: int) -> FitReport:
+        return recompute(replace(spec, max_running_requests=n))
+
+    def holds_context(n: int) -> bool:
+        r = at(n)
+        return r.verdict != "fails" and r.max_total_num_tokens >= r.context_length
+
+    best = _last_true(1, start - 1, holds_context) or _last_true(
+        1, start - 1, lambda n: at(n).verdict != "fails"
+    )
+    if best is None:
+        return
+    d = report.speculative_num_draft_tokens
+    (into or report).warnings.append(
+        FitWarning(
+            "lower_max_running_requests",
+            f"{prefix}{'lower' if prefix else 'Lower'} --max-running-requests to {best} or less (each running request reserves {d} "
+            f"speculative copies of the linear-attention state): {_summary(at(best))}.",
+            "--max-running-requests",
+            best,
+        )
+    )
+
+
+def _mamba_advice(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: ModelFacts) -> None:
+    """What bf16 SSM state or dropping extra_buffer would give."""
+    if model.linear is None or (report.error is not None and "radix cache" in report.error):
+        return
+    m = report.mamba
+    ssm = (spec.mamba_ssm_dtype or model.linear.ssm_dtype or "float32").lower()
+    if ssm in ("float32", "fp32"):
+        alt = recompute(replace(spec, mamba_ssm_dtype="bfloat16"))
+        report.warnings.append(
+            FitWarning(
+                "mamba_ssm_dtype_bf16",
+                "--mamba-ssm-dtype bfloat16 halves the SSM state per request: " + _summary(alt) + ".",
+                "--mamba-ssm-dtype",
+                "bfloat16",
+            )
+        )
+    if m is not None and m.strategy.startswith("extra_buffer"):
+        flag = _strategy_flag(report.family)
+        alt = recompute(replace(spec, mamba_strategy="no_buffer"))
+        report.warnings.append(
+            FitWarning(
+                "mamba_extra_buffer",
+                f"The {m.strategy} strategy keeps {m.ratio} state slots per running request; "
+                f"{flag} no_buffer: {_summary(alt)}.",
+                flag,
+                "no_buffer",
+            )
+        )

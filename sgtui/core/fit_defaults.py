@@ -1,0 +1,150 @@
+"""SGLang's GPU-dependent defaults, per version family: the tier table and the automatic
+--mem-fraction-static.
+
+Read from server_args.py `_handle_gpu_memory_settings` (0.5.9, 0.5.11) and
+arg_groups/memory_hook.py `handle_gpu_memory_settings` / `reserve_for_graph_mb` (0.5.23).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sgtui.core.errors import UserError
+from sgtui.core.flags import LaunchSpec
+from sgtui.core.model import PIECEWISE_DISABLED_ARCHS, ModelFacts
+
+FAMILIES = ("0.5.9", "0.5.11", "0.5.23")
+EAGLE_LIKE = frozenset({"EAGLE", "EAGLE3", "NEXTN", "MTP"})
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def version_family(version: str) -> tuple[str, str]:
+    """(family, note): which of the three studied releases' memory rules a version follows."""
+    match = _VERSION.match(version.strip())
+    if not match:
+        raise UserError(f"--sglang {version!r}: not a version; use one such as 0.5.9, 0.5.11 or 0.5.23")
+    parts = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
+    if parts < (0, 5, 9):
+        return "0.5.9", f"SGLang {version} is older than 0.5.9: using the 0.5.9 base formula"
+    if parts < (0, 5, 11):
+        return "0.5.9", f"SGLang {version}: using the 0.5.9 rules"
+    if parts == (0, 5, 11):
+        return "0.5.11", "SGLang 0.5.11 rules"
+    if parts < (0, 5, 23):
+        return "0.5.11", f"SGLang {version} was not inspected: using the 0.5.11 rules (the nearest older one)"
+    if parts == (0, 5, 23):
+        return "0.5.23", "SGLang 0.5.23 rules"
+    return "0.5.23", f"SGLang {version} is newer than 0.5.23: using the 0.5.23 rules"
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """What SGLang resolves before loading anything: tier sizes and the automatic mfs."""
+
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    prefill_graph: bool  # piecewise (0.5.9/0.5.11) or breakable (0.5.23) prefill CUDA graph
+    prefill_graph_sizes: int
+    reserved_mib: float  # what the automatic mfs leaves out, MiB
+    activation_mib: float  # the part of it meant for activations and CUDA graphs (no floor, no spec)
+    mem_fraction_static_auto: float
+
+
+def _tier(gpu_mib: int, tp: int, family: str) -> tuple[int, int]:
+    if gpu_mib < 20 * 1024:
+        return 2048, 8
+    if gpu_mib < 35 * 1024:
+        if family == "0.5.23":
+            return 4096, 48 if tp < 4 else 160
+        return 2048, 24 if tp < 4 else 80
+    if gpu_mib < 60 * 1024:
+        return 4096, 32 if tp < 4 else 160
+    if gpu_mib < 160 * 1024:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def prefill_graph_sizes(max_tokens: int) -> int:
+    """How many token counts the piecewise/breakable prefill graph captures up to max_tokens."""
+    sizes = [
+        *range(4, 33, 4),
+        *range(48, 257, 16),
+        *range(288, 513, 32),
+        *range(576, 1025, 64),
+        *range(1280, 4097, 256),
+        *range(4608, max_tokens + 1, 512),
+    ]
+    return sum(1 for s in sizes if s <= max_tokens)
+
+
+def prefill_graph_enabled(spec: LaunchSpec, model: ModelFacts, family: str) -> bool:
+    """0.5.9: opt-in. 0.5.11/0.5.23: on by default, auto-off for VLMs, DP attention, torch.compile, PP..."""
+    if family == "0.5.9":
+        return spec.enable_piecewise_cuda_graph and not spec.disable_piecewise_cuda_graph
+    if spec.disable_piecewise_cuda_graph or (family == "0.5.23" and spec.disable_cuda_graph):
+        return False
+    return not (
+        model.architecture in PIECEWISE_DISABLED_ARCHS
+        or (model.is_multimodal and not spec.language_only)
+        or spec.enable_dp_attention
+        or spec.enable_torch_compile
+        or spec.pp_size > 1
+        or spec.enable_hierarchical_cache
+    )
+
+
+def _vlm_factor(model: ModelFacts) -> float:
+    """server_args.adjust_mem_fraction_for_vlm: 0.95 times a clamp on the ViT's size vs ViT-L/14."""
+    layers = model.vision_num_hidden_layers or 24
+    hidden = model.vision_hidden_size or 1024
+    ratio = layers * hidden**2 / (24 * 1024**2)
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+
+
+def resolve_defaults(spec: LaunchSpec, model: ModelFacts, gpu_mib: int, family: str) -> Defaults:
+    """The tier sizes and SGLang's automatic mem-fraction-static for this launch on this GPU."""
+    chunk_default, bs_default = _tier(gpu_mib, spec.tp_size, family)
+    chunk = spec.chunked_prefill_size if spec.chunked_prefill_size is not None else chunk_default
+    max_bs = spec.cuda_graph_max_bs
+    if max_bs is None:
+        max_bs = bs_default
+        if family == "0.5.23" and spec.max_running_requests is not None:
+            max_bs = min(max_bs, spec.max_running_requests)
+    prefill_graph = prefill_graph_enabled(spec, model, family)
+    graph_tokens = chunk if not model.is_mla else (2048 if family != "0.5.23" else min(8192, chunk))
+    if spec.max_total_tokens is not None:
+        graph_tokens = min(graph_tokens, spec.max_total_tokens)
+    n_sizes = prefill_graph_sizes(graph_tokens) if prefill_graph else 0
+
+    activation = 512 + 1.5 * max(chunk if chunk > 0 else spec.max_prefill_tokens, 2048)
+    if not (family == "0.5.23" and spec.disable_cuda_graph):
+        activation += 2 * max_bs
+    if spec.enable_dp_attention:
+        activation += 3 * max_bs * spec.dp_size
+        if max_bs > 300:
+            activation += 1.5 * max_bs * spec.dp_size
+    if prefill_graph:
+        activation += 1536 if model.is_mla else 8 * n_sizes
+    reserved = activation + spec.tp_size * spec.pp_size / 8 * 1024
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    algo = (spec.speculative_algorithm or "").upper()
+    if family != "0.5.23" and algo:
+        if algo == "STANDALONE":
+            reserved += 6 * 1024
+        elif algo != "NGRAM":
+            reserved += 2 * 1024 if family == "0.5.9" else 4 * 1024
+    mfs = round((gpu_mib - reserved) / gpu_mib, 3)
+    if model.is_multimodal and model.has_vision and not spec.language_only:
+        mfs = mfs * _vlm_factor(model)
+    return Defaults(
+        chunked_prefill_size=chunk,
+        cuda_graph_max_bs=max_bs,
+        prefill_graph=prefill_graph,
+        prefill_graph_sizes=n_sizes,
+        reserved_mib=reserved,
+        activation_mib=activation,
+        mem_fraction_static_auto=mfs,
+    )

@@ -1,0 +1,191 @@
+"""Per-token KV bytes and per-request linear-attention state bytes, as SGLang sizes them per GPU.
+
+Sources (SGLang 0.5.11 unless noted): pool_configurator.py DefaultPoolConfigurator and
+HybridSWAPoolConfigurator, configs/model_config.py get_num_kv_heads, configs/mamba_utils.py
+(Mamba2StateShape, mamba_cache_per_req), configs/qwen3_next.py (layers_block_type),
+mem_cache/memory_pool.py (the +page rows and K+1 slots).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sgtui.core.errors import UserError
+from sgtui.core.flags import LaunchSpec
+from sgtui.core.model import DTYPE_BYTES, ModelFacts
+
+KV_DTYPE_BYTES: dict[str, float] = {
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8": 1,
+    "bf16": 2,
+    "bfloat16": 2,
+    "float16": 2,
+    "fp16": 2,
+    "fp4_e2m1": 0.5 + 1 / 16,  # packed nibbles plus one fp8 scale per 16 values
+}
+
+
+def model_dtype(spec: LaunchSpec, model: ModelFacts) -> str:
+    """SGLang's _get_and_verify_dtype: --dtype, else the config's; float32 configs run in fp16
+    (bf16 for Gemma)."""
+    chosen = (spec.dtype or "auto").lower()
+    if chosen != "auto":
+        return {"half": "float16", "float": "float32", "bf16": "bfloat16", "fp16": "float16"}.get(
+            chosen, chosen
+        )
+    if model.dtype == "float32":
+        return "bfloat16" if model.model_type.startswith("gemma") else "float16"
+    return model.dtype
+
+
+def kv_dtype(spec: LaunchSpec, model: ModelFacts) -> tuple[str, float]:
+    """(name, bytes per element) of the KV cache: --kv-cache-dtype, else FP8 when the checkpoint says so."""
+    chosen = (spec.kv_cache_dtype or "auto").lower()
+    if chosen == "auto":
+        if (model.kv_cache_quant_algo or "").upper() == "FP8":
+            return "fp8_e4m3", 1
+        name = model_dtype(spec, model)
+        return name, DTYPE_BYTES.get(name, 2)
+    if chosen not in KV_DTYPE_BYTES:
+        raise UserError(
+            f"--kv-cache-dtype {spec.kv_cache_dtype!r}: unknown; "
+            "use auto, fp8_e4m3, fp8_e5m2, bf16 or fp4_e2m1"
+        )
+    return chosen, KV_DTYPE_BYTES[chosen]
+
+
+def attention_dp(spec: LaunchSpec) -> int:
+    """DP-attention groups: --attn-dp-size (0.5.23), else --dp-size under --enable-dp-attention."""
+    if spec.attn_dp_size:
+        return spec.attn_dp_size
+    return spec.dp_size if spec.enable_dp_attention else 1
+
+
+def attention_tp(spec: LaunchSpec) -> int:
+    """The attention TP size: tp, divided by the DP-attention groups."""
+    return max(1, spec.tp_size // attention_dp(spec))
+
+
+def _layers_per_stage(n: int, pp: int) -> int:
+    return math.ceil(n / pp) if pp > 1 else n
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """Bytes per token of one GPU's KV pool, and how they split when SGLang keeps a sliding-window pool."""
+
+    cell_bytes: float  # per token of max_total_num_tokens (F*nf + r*S*ns for hybrid SWA)
+    kv_heads_per_gpu: int
+    kv_layers: int  # layers whose KV lives in the main (full) pool
+    k_bytes_per_token_layer: float  # for the predicted "K size" log value
+    v_bytes_per_token_layer: float
+    swa: bool = False
+    swa_layers: int = 0
+    swa_k_bytes_per_token_layer: float = 0
+    swa_v_bytes_per_token_layer: float = 0
+    all_swa: bool = False
+
+
+def kv_layout(spec: LaunchSpec, model: ModelFacts, family: str, elem: float) -> KvLayout:
+    """MHA/GQA heads per GPU (never below 1), MLA's latent, the SWA split, or only the full layers
+    of a GDN hybrid."""
+    t = attention_tp(spec)
+    if model.is_mla:
+        assert model.kv_lora_rank is not None and model.qk_rope_head_dim is not None
+        layers = _layers_per_stage(model.num_layers, spec.pp_size)
+        dim = model.kv_lora_rank + model.qk_rope_head_dim
+        return KvLayout(
+            cell_bytes=dim * layers * elem,
+            kv_heads_per_gpu=1,
+            kv_layers=layers,
+            k_bytes_per_token_layer=dim * elem,
+            v_bytes_per_token_layer=0,
+        )
+    kvh = max(1, model.num_kv_heads // t)
+    k_bytes, v_bytes = kvh * model.head_dim * elem, kvh * model.v_head_dim * elem
+    if model.is_hybrid_swa(family) and not spec.disable_hybrid_swa_memory:
+        n_full, n_swa = model.swa_layer_split()
+        if n_swa > 0:
+            swa_kvh = max(1, (model.swa_num_kv_heads or model.num_kv_heads) // t)
+            swa_k = swa_kvh * (model.swa_head_dim or model.head_dim) * elem
+            swa_v = swa_kvh * (model.swa_v_head_dim or model.swa_head_dim or model.v_head_dim) * elem
+            all_swa = n_full == 0
+            cell = (
+                (swa_k + swa_v) * n_swa
+                if all_swa
+                else (k_bytes + v_bytes) * n_full + (spec.swa_full_tokens_ratio * (swa_k + swa_v) * n_swa)
+            )
+            return KvLayout(
+                cell_bytes=cell,
+                kv_heads_per_gpu=kvh,
+                kv_layers=n_full,
+                k_bytes_per_token_layer=k_bytes,
+                v_bytes_per_token_layer=v_bytes,
+                swa=True,
+                swa_layers=n_swa,
+                swa_k_bytes_per_token_layer=swa_k,
+                swa_v_bytes_per_token_layer=swa_v,
+                all_swa=all_swa,
+            )
+    layers = _layers_per_stage(model.full_attention_layers, spec.pp_size)
+    return KvLayout(
+        cell_bytes=(k_bytes + v_bytes) * layers,
+        kv_heads_per_gpu=kvh,
+        kv_layers=layers,
+        k_bytes_per_token_layer=k_bytes,
+        v_bytes_per_token_layer=v_bytes,
+    )
+
+
+@dataclass(frozen=True)
+class StateShape:
+    """One request slot of Gated DeltaNet state on one GPU."""
+
+    conv_dim_per_gpu: int
+    conv_kernel: int
+    ssm_numel_per_layer: int
+    ssm_dtype: str
+    ssm_bytes: int
+    linear_layers: int
+
+    @property
+    def conv_bytes_per_layer(self) -> int:
+        return self.conv_dim_per_gpu * (self.conv_kernel - 1) * 2  # conv state is bf16
+
+    @property
+    def ssm_bytes_per_layer(self) -> int:
+        return self.ssm_numel_per_layer * self.ssm_bytes
+
+    @property
+    def slot_bytes(self) -> int:
+        return (self.conv_bytes_per_layer + self.ssm_bytes_per_layer) * self.linear_layers
+
+
+_SSM_DTYPES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
+
+
+def state_shape(spec: LaunchSpec, model: ModelFacts) -> StateShape | None:
+    """The per-slot state of a GDN hybrid (None for models without linear attention)."""
+    la = model.linear
+    if la is None or not model.is_gdn_hybrid:
+        return None
+    t = attention_tp(spec)
+    nk = la.num_key_heads
+    if nk % t:
+        nk = math.ceil(nk / t) * t
+    conv_dim = la.value_head_dim * la.num_value_heads + 2 * nk * la.key_head_dim
+    ssm_name = (spec.mamba_ssm_dtype or la.ssm_dtype or "float32").lower()
+    if ssm_name not in _SSM_DTYPES:
+        raise UserError(
+            f"--mamba-ssm-dtype {spec.mamba_ssm_dtype!r}: unknown; use float32, bfloat16 or float16"
+        )
+    return StateShape(
+        conv_dim_per_gpu=conv_dim // t,
+        conv_kernel=la.conv_kernel_dim,
+        ssm_numel_per_layer=(la.num_value_heads // t) * la.value_head_dim * la.key_head_dim,
+        ssm_dtype={"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}.get(ssm_name, ssm_name),
+        ssm_bytes=_SSM_DTYPES[ssm_name],
+        linear_layers=_layers_per_stage(model.linear_attention_layers, spec.pp_size),
+    )

@@ -1,0 +1,111 @@
+"""GPU presets: total memory in MiB exactly as nvidia-smi prints it.
+
+SGLang picks its defaults (chunked prefill, CUDA-graph batch sizes, the automatic
+--mem-fraction-static) from this number, so a preset must be the driver's figure, not the
+marketing one: an "80 GB" H100 reports 81559 MiB.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sgtui.core.errors import UserError
+
+# name -> MiB. Where each figure comes from:
+#   [brief]  the project's task brief (figures seen in real nvidia-smi output on those cards);
+#   [smi]    nvidia-smi tables in public repositories, found with the project's code search
+#            (e.g. "0MiB / 97871MiB" under "NVIDIA H20", "0MiB / 183359MiB" under "NVIDIA B200").
+GPU_PRESETS: dict[str, int] = {
+    "T4": 15360,  # [smi] Tesla T4
+    "L4": 23034,  # [brief]
+    "A10": 23028,  # [smi] NVIDIA A10 and A10G print the same total
+    "A10G": 23028,  # [smi]
+    "RTX-4090": 24564,  # [brief]
+    "RTX-5090": 32607,  # [smi] NVIDIA GeForce RTX 5090
+    "A100-40G": 40960,  # [brief]
+    "L40S": 46068,  # [brief]
+    "A6000": 49140,  # [brief] RTX A6000
+    "A100-80G": 81920,  # [brief]
+    "H100-80G": 81559,  # [brief] H100 80GB HBM3 (SXM)
+    "H20": 97871,  # [smi] NVIDIA H20 (96 GB)
+    "GH200": 97871,  # [smi] GH200 480GB shows its 96 GB HBM as 97871 MiB
+    "RTX-PRO-6000": 97887,  # [brief] RTX PRO 6000 Blackwell
+    "H200": 143771,  # [brief], also [smi] "NVIDIA H200 NVL (143771 MiB)"
+    "B200": 183359,  # [smi] NVIDIA B200
+}
+
+_ALIASES: dict[str, str] = {
+    "A100": "A100-80G",
+    "H100": "H100-80G",
+    "RTXA6000": "A6000",
+    "4090": "RTX-4090",
+    "5090": "RTX-5090",
+    "PRO6000": "RTX-PRO-6000",
+    "RTXPRO6000BLACKWELL": "RTX-PRO-6000",
+    "TESLAT4": "T4",
+}
+
+# nvidia-smi's own names ("NVIDIA H100 80GB HBM3", "A100-SXM4-40GB"), matched on the normalised key.
+_SMI_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), name)
+    for pattern, name in (
+        (r"^H100(?!NVL)", "H100-80G"),
+        (r"^A100.*40GB", "A100-40G"),
+        (r"^A100", "A100-80G"),
+        (r"^H200", "H200"),
+        (r"^GH200", "GH200"),
+        (r"^H20(?!0)", "H20"),
+        (r"^B200", "B200"),
+        (r"^RTXPRO6000", "RTX-PRO-6000"),
+        (r"^RTXA6000", "A6000"),
+        (r"^L40S", "L40S"),
+        (r"^RTX4090", "RTX-4090"),
+        (r"^RTX5090", "RTX-5090"),
+        (r"^A10G", "A10G"),
+    )
+)
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(mib|mb|m|gib|gb|g)?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU model: a display name and its total memory as nvidia-smi reports it."""
+
+    name: str
+    mib: int
+
+    @property
+    def gib(self) -> float:
+        return self.mib / 1024
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "", text.upper()).removeprefix("NVIDIA").removeprefix("GEFORCE")
+
+
+_BY_KEY: dict[str, str] = {_key(name): name for name in GPU_PRESETS} | {
+    _key(alias): target for alias, target in _ALIASES.items()
+}
+
+
+def parse_gpu(text: str) -> GpuSpec:
+    """A preset name (any case or punctuation: "h100 80g", "RTX_PRO_6000") or a size ("49140MiB", "48GiB")."""
+    raw = text.strip()
+    key = _key(raw)
+    name = _BY_KEY.get(key) or next((n for pattern, n in _SMI_NAMES if pattern.search(key)), None)
+    if name is not None:
+        return GpuSpec(name=name, mib=GPU_PRESETS[name])
+    size = _SIZE.match(raw)
+    if size and (size.group(2) or float(size.group(1)) >= 1024):
+        value = float(size.group(1))
+        unit = (size.group(2) or "mib").lower()
+        mib = round(value * 1024) if unit.startswith("g") else round(value)
+        if mib > 0:
+            return GpuSpec(name=f"{mib} MiB GPU", mib=mib)
+        raise UserError(f"--gpu {text!r}: a GPU needs a positive memory size, such as 49140MiB or 48GiB")
+    if size:
+        raise UserError(f"--gpu {text!r}: give a unit, such as {raw}GiB or {raw}MiB")
+    presets = ", ".join(GPU_PRESETS)
+    raise UserError(f"--gpu {text!r}: unknown GPU; use one of {presets}, or a size such as 49140MiB or 48GiB")

@@ -1,0 +1,613 @@
+"""Streaming SGLang log classifier: log text in, milestones / progress / failure events out.
+
+`LogClassifier.feed(chunk)` takes text as it arrives (partial lines buffered, tqdm `\\r` rewrites and ANSI
+colours handled) and keeps a `StartupState`; `classify_text(text)` does a whole file, including
+cloud-logging exports written newest first. Work per line is bounded: lines are capped before any regex
+sees them, and the lines a running server prints most ("Decode batch", HTTP access) are skipped after two
+substring tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sgtui.core import log_rules as rules
+from sgtui.core.log_prefix import (
+    LINE_CAP,
+    SERVER_ARGS_CAP,
+    cloud_prefix,
+    last_segment,
+    split_prefix,
+    strip_ansi,
+)
+from sgtui.core.log_state import (
+    ERROR_CLASSES,
+    MILESTONE_KINDS,
+    MILESTONE_PHASE,
+    PHASE_LABELS,
+    PHASES,
+    ErrorInfo,
+    LogEvent,
+    Milestone,
+    Signal,
+    StartupState,
+    parse_seconds,
+)
+
+__all__ = [
+    "ERROR_CLASSES",
+    "MILESTONE_KINDS",
+    "PHASES",
+    "PHASE_LABELS",
+    "ErrorInfo",
+    "LogAnalysis",
+    "LogClassifier",
+    "LogEvent",
+    "Milestone",
+    "StartupState",
+    "classify_text",
+]
+
+# Fact sources, weakest first: a pasted command line, an error message quoting a value, the server_args dump,
+# what the runtime measured, and the scheduler's final summary.
+_FROM_COMMAND, _FROM_ERROR, _FROM_ARGS, _FROM_RUNTIME, _FROM_SUMMARY = range(5)
+
+NEW_STYLE = "sglang_0_5_23_style"  # a note: the log uses 0.5.23-era wordings (flag names differ there)
+_PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
+_MAX_SIGNALS = 400
+_DRAFT_TYPES = ("NextN", "Eagle", "EAGLE", "MTP", "Draft", "draft")
+_PROGRESS_NEEDLES = ("checkpoint shards", "Capturing batches", "%|")
+
+
+class LogClassifier:
+    """Feed it log text chunk by chunk; read `state` (or the events `feed` returns) for what it means."""
+
+    def __init__(self) -> None:
+        self.state = StartupState()
+        self.line_count = 0
+        self._buf = ""
+        self._buf_overflow = False
+        self._order = 0
+        self._hint: str | None = None
+        self._fact_source: dict[str, int] = {}
+        self._load_ends: dict[str, int] = {}
+        self._last_progress: tuple[Any, ...] | None = None
+
+    # ---- input -------------------------------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[LogEvent]:
+        """Classify the complete lines in `text` (plus what was buffered); keep the unterminated tail."""
+        events: list[LogEvent] = []
+        if not text:
+            return events
+        data = self._buf + text if self._buf else text
+        if "\n" not in data:
+            self._keep_partial(data, events)
+            return events
+        lines = data.split("\n")
+        tail = lines.pop()
+        if self._buf_overflow:
+            lines[0] = lines[0][:_PARTIAL_CAP]
+            self._buf_overflow = False
+        for raw in lines:
+            self.line_count += 1
+            self._handle(raw, self.line_count, events)
+        self._buf = ""
+        if tail:
+            self._keep_partial(tail, events)
+        return events
+
+    def finish(self) -> list[LogEvent]:
+        """Classify the last line when the log ends without a newline."""
+        events: list[LogEvent] = []
+        if self._buf:
+            self.line_count += 1
+            raw, self._buf = self._buf, ""
+            self._handle(raw, self.line_count, events)
+        return events
+
+    def process_exited(self, returncode: int | None) -> list[LogEvent]:
+        """The runner saw the process end: a non-zero code with no error in the log is still a failure."""
+        events = self.finish()
+        self.state.exited = True
+        self.state.exit_code = returncode
+        previous = self.state.phase
+        if self.state.error is not None or returncode not in (None, 0):
+            self.state.phase = "failed"
+        else:
+            self.state.phase = "exited"
+        if self.state.phase != previous:
+            events.append(LogEvent(self.line_count, None, (), "phase", {"phase": self.state.phase}))
+        return events
+
+    def analysis(self, events: list[LogEvent] | None = None, reversed_order: bool = False) -> LogAnalysis:
+        return LogAnalysis(self.state, self.line_count, events or [], reversed_order)
+
+    def _keep_partial(self, data: str, events: list[LogEvent]) -> None:
+        """Buffer an unterminated line; show tqdm progress from its last complete `\\r` segment right away."""
+        if "\r" in data:
+            head, _, tail = data.rpartition("\r")
+            segment = last_segment(head)
+            if segment and any(n in segment for n in _PROGRESS_NEEDLES):
+                self._progress(strip_ansi(segment[:LINE_CAP]), self.line_count + 1, None, (), events)
+            data = segment + "\r" + tail if segment else tail
+        if len(data) > _PARTIAL_CAP:
+            data = data[:_PARTIAL_CAP]
+            self._buf_overflow = True
+        self._buf = data
+
+    # ---- one line ----------------------------------------------------------------------------------------
+
+    def _handle(self, raw: str, n: int, events: list[LogEvent]) -> None:
+        if "batch. #" in raw or "HTTP/1." in raw:
+            return  # "Prefill batch. #new-seq" / "Decode batch. #running-req" / access log: the bulk of a log
+        if len(raw) > LINE_CAP:
+            raw = _cap(raw)
+        if raw.endswith("\r"):
+            raw = raw.rstrip("\r")
+        if "\r" in raw:
+            raw = last_segment(raw)
+        if "\x1b" in raw:
+            raw = strip_ansi(raw)
+        if "][" in raw and ("it/s][" in raw or "s/it][" in raw):
+            # a tqdm bar left unterminated, then a log record written onto the same line
+            cut = raw.find("][") + 1
+            self._record(raw[:cut], n, events)
+            raw = raw[cut:]
+        self._record(raw, n, events)
+
+    def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
+        cloud_time = None
+        if line[:1].isupper():
+            cloud = cloud_prefix(line)
+            if cloud is not None:
+                cloud_time, line = cloud
+        time, ranks, body = split_prefix(line)
+        body = body.rstrip()
+        if not body:
+            return
+        if time is None:
+            time = cloud_time
+        if time is not None:
+            self.state.last_time = time
+        if ranks:
+            self.state.ranks_seen.add(" ".join(ranks))
+        self._dispatch(body, n, time, ranks, events)
+
+    def _dispatch(
+        self, body: str, n: int, time: str | None, ranks: tuple[str, ...], events: list[LogEvent]
+    ) -> None:
+        first = body[0]
+        if first == "#":
+            self._comment(body)
+            return
+        if first == " " and body.lstrip().startswith('File "'):
+            hint = rules.frame_hint(body)
+            if hint is not None:
+                self._hint = hint
+            return
+        if "Traceback (most recent call last)" in body:
+            self._hint = None
+        if self._milestone_line(body, n, time, ranks, events):
+            return
+        if any(needle in body for needle in _PROGRESS_NEEDLES):
+            self._progress(body, n, time, ranks, events)
+            return
+        self._info_line(body, n)
+        if "--" in body and rules.looks_like_command(body) and "usage:" not in body and "[--" not in body:
+            self._facts(rules.parse_command_flags(body), _FROM_COMMAND)
+        found = rules.failure(body)
+        if found is not None:
+            self._signal(found, n, time, ranks, body, events)
+
+    def _comment(self, body: str) -> None:
+        """`# ...` lines: a pasted command or a note; only flags and a draft's weight size are read."""
+        if "--" in body:
+            self._facts(rules.parse_command_flags(body), _FROM_COMMAND)
+        if "draft" in body and "mem usage=" in body:
+            m = rules.DRAFT_MEM.search(body)
+            if m:
+                self._fact("draft_weight_mem_gib", rules.num(m.group(1)), _FROM_ARGS)
+
+    # ---- milestones --------------------------------------------------------------------------------------
+
+    def _milestone_line(
+        self, body: str, n: int, time: str | None, ranks: tuple[str, ...], events: list[LogEvent]
+    ) -> bool:
+        if "server_args=" in body[:200] or "=ServerArgs(" in body[:200]:
+            facts = rules.parse_server_args(body)
+            self._facts(facts, _FROM_ARGS)
+            self._milestone("server_args", n, time, ranks, {}, body, events)
+            return True
+        if "Init torch distributed" in body or "Memory baseline taken" in body:
+            if body.startswith("Memory baseline taken"):
+                self.state.notes.add(NEW_STYLE)
+            values: dict[str, Any] = {}
+            m = rules.MEM_USAGE.search(body)
+            if m:
+                values["mem_usage_gib"] = rules.num(m.group(1))
+                self._fact("distributed_init_mem_gib", values["mem_usage_gib"], _FROM_RUNTIME)
+            self._milestone("init_torch_distributed", n, time, ranks, values, body, events)
+            return True
+        if "Load weight begin" in body:
+            m = rules.LOAD_BEGIN.search(body)
+            values = {"avail_gib": rules.num(m.group(1))} if m else {}
+            if m and not self._is_draft_load(ranks, peek=True):
+                self._fact("load_weight_begin_avail_gib", values["avail_gib"], _FROM_RUNTIME)
+            self._milestone("load_weight_begin", n, time, ranks, values, body, events)
+            return True
+        if "Load weight end" in body:
+            values = rules.parse_load_end(body)
+            if "mem_usage_gib" not in values:
+                return False
+            if self._is_draft_load(ranks, model_type=values.get("type")):
+                self._fact("draft_weight_mem_gib", values.get("mem_usage_gib"), _FROM_RUNTIME)
+                self._fact("draft_model_class", values.get("type"), _FROM_RUNTIME)
+            else:
+                self._fact("weight_mem_gib", values.get("mem_usage_gib"), _FROM_RUNTIME)
+                self._fact("avail_mem_after_weights_gib", values.get("avail_gib"), _FROM_RUNTIME)
+                self._fact("model_class", values.get("type"), _FROM_RUNTIME)
+                self._fact("dtype", values.get("dtype"), _FROM_RUNTIME)
+                self._fact("quantization_loaded", values.get("quant"), _FROM_RUNTIME)
+                self._fact("weight_load_s", values.get("elapsed_s"), _FROM_RUNTIME)
+            self._milestone("load_weight_end", n, time, ranks, values, body, events)
+            return True
+        if "KV Cache" in body:
+            m = rules.KV_CACHE.search(body)
+            if m is None:
+                return False
+            label, dtype, tokens, k_size, v_size, kv_size = m.groups()
+            values = {"tokens": int(tokens)}
+            if label:
+                values["label"] = label
+            if dtype:
+                values["dtype"] = dtype
+            if k_size is not None:
+                values["k_size_gib"] = rules.num(k_size)
+                values["v_size_gib"] = rules.num(v_size)
+            else:
+                values["kv_size_gib"] = rules.num(kv_size)
+            if label == "SWA":
+                self._fact("swa_kv_tokens", values["tokens"], _FROM_RUNTIME)
+            else:
+                self._fact("kv_tokens", values["tokens"], _FROM_RUNTIME)
+                self._fact("k_size_gib", values.get("k_size_gib"), _FROM_RUNTIME)
+                self._fact("v_size_gib", values.get("v_size_gib"), _FROM_RUNTIME)
+                self._fact("kv_size_gib", values.get("kv_size_gib"), _FROM_RUNTIME)
+                self._fact("kv_cache_dtype", dtype, _FROM_RUNTIME)
+            self._milestone("kv_cache_allocated", n, time, ranks, values, body, events)
+            return True
+        if "Mamba Cache is allocated" in body:
+            m = rules.MAMBA.search(body)
+            if m is None:
+                return False
+            size, conv, ssm, inter_ssm, inter_conv = m.groups()
+            values = {
+                "max_mamba_cache_size": int(size),
+                "conv_state_gib": rules.num(conv),
+                "ssm_state_gib": rules.num(ssm),
+            }
+            self._fact("mamba_cache_size", int(size), _FROM_RUNTIME)
+            self._fact("mamba_conv_state_gib", values["conv_state_gib"], _FROM_RUNTIME)
+            self._fact("mamba_ssm_state_gib", values["ssm_state_gib"], _FROM_RUNTIME)
+            if inter_ssm is not None:
+                values["intermediate_ssm_gib"] = rules.num(inter_ssm)
+                values["intermediate_conv_gib"] = rules.num(inter_conv)
+                self._fact("mamba_intermediate_ssm_gib", values["intermediate_ssm_gib"], _FROM_RUNTIME)
+                self._fact("mamba_intermediate_conv_gib", values["intermediate_conv_gib"], _FROM_RUNTIME)
+            self._milestone("mamba_cache_allocated", n, time, ranks, values, body, events)
+            return True
+        if "sliding window memory pool" in body:
+            m = rules.SWA_POOL.search(body)
+            if m is None:
+                return False
+            all_swa, full, swa = m.groups()
+            values = {"swa_layer_tokens": int(swa), "all_swa": bool(all_swa)}
+            if full:
+                values["full_layer_tokens"] = int(full)
+                self._fact("swa_full_layer_tokens", int(full), _FROM_RUNTIME)
+            self._fact("swa_layer_tokens", int(swa), _FROM_RUNTIME)
+            self._milestone("swa_pool", n, time, ranks, values, body, events)
+            return True
+        if "Memory pool end" in body:
+            m = rules.AVAIL.search(body)
+            values = {"avail_gib": rules.num(m.group(1))} if m else {}
+            if m:
+                self._fact("memory_pool_end_avail_gib", values["avail_gib"], _FROM_RUNTIME)
+            self._milestone("memory_pool_end", n, time, ranks, values, body, events)
+            return True
+        if "graph begin" in body and "Capture" in body:
+            if "CUDA graph" in body:
+                self.state.notes.add(NEW_STYLE)
+            values = rules.parse_graph_line(body)
+            self._fact("cuda_graph_begin_avail_gib", values.get("avail_gib"), _FROM_RUNTIME)
+            self._milestone("cuda_graph_begin", n, time, ranks, values, body, events)
+            return True
+        if "graph end" in body and "Capture" in body:
+            values = rules.parse_graph_line(body)
+            self._fact("cuda_graph_mem_gib", values.get("mem_usage_gib"), _FROM_RUNTIME)
+            self._fact("cuda_graph_end_avail_gib", values.get("avail_gib"), _FROM_RUNTIME)
+            self._milestone("cuda_graph_end", n, time, ranks, values, body, events)
+            return True
+        if "Capture cuda graph bs" in body:
+            m = rules.GRAPH_BS.search(body)
+            if m:
+                sizes = [int(x) for x in m.group(1).replace(",", " ").split()]
+                self._fact("cuda_graph_batch_sizes", len(sizes), _FROM_RUNTIME)
+                self._fact("cuda_graph_max_bs_captured", max(sizes, default=None), _FROM_RUNTIME)
+            return True
+        if "max_total_num_tokens=" in body:
+            values = rules.parse_summary(body)
+            if "max_total_num_tokens" not in values:
+                return False
+            self._facts(values, _FROM_SUMMARY)
+            self._milestone("max_total_num_tokens", n, time, ranks, values, body, events)
+            return True
+        if "Uvicorn running on" in body:
+            m = rules.UVICORN.search(body)
+            values = (
+                {"scheme": m.group(1) or "http", "host": m.group(2), "port": int(m.group(3))} if m else {}
+            )
+            if m:
+                self._fact("uvicorn_address", f"{values['host']}:{values['port']}", _FROM_RUNTIME)
+            self._milestone("uvicorn_running", n, time, ranks, values, body, events)
+            return True
+        if "fired up and ready to roll" in body:
+            self._milestone("ready", n, time, ranks, {}, body, events)
+            return True
+        return False
+
+    def _is_draft_load(
+        self, ranks: tuple[str, ...], model_type: str | None = None, peek: bool = False
+    ) -> bool:
+        """The second weight load on a rank (or a NextN/EAGLE/MTP class) is the speculative draft model."""
+        key = " ".join(ranks)
+        count = self._load_ends.get(key, 0)
+        if peek:
+            return count >= 1
+        self._load_ends[key] = count + 1
+        return count >= 1 or (model_type is not None and any(t in model_type for t in _DRAFT_TYPES))
+
+    def _milestone(
+        self,
+        kind: str,
+        n: int,
+        time: str | None,
+        ranks: tuple[str, ...],
+        values: dict[str, Any],
+        body: str,
+        events: list[LogEvent],
+    ) -> None:
+        rank = " ".join(ranks) or None
+        milestone = self.state.milestones.get(kind)
+        if milestone is None:
+            seconds = parse_seconds(time)
+            milestone = Milestone(kind, n, time, seconds, rank, values)
+            self.state.milestones[kind] = milestone
+            events.append(LogEvent(n, time, ranks, kind, values, body[:300]))
+            self._advance(MILESTONE_PHASE[kind], n, time, seconds, events)
+        if rank:
+            milestone.ranks.add(rank)
+
+    def _advance(
+        self, phase: str, n: int, time: str | None, seconds: float | None, events: list[LogEvent]
+    ) -> None:
+        state = self.state
+        index, current = PHASES.index(phase), PHASES.index(state.reached)
+        if index >= current and seconds is not None and phase not in state.phase_start:
+            state.phase_start[phase] = seconds
+        if index <= current:
+            return
+        state.reached = phase
+        if state.phase not in ("failed", "exited"):
+            state.phase = phase
+            events.append(LogEvent(n, time, (), "phase", {"phase": phase}))
+
+    # ---- progress and facts ------------------------------------------------------------------------------
+
+    def _progress(
+        self, body: str, n: int, time: str | None, ranks: tuple[str, ...], events: list[LogEvent]
+    ) -> None:
+        if "checkpoint shards" in body or "loading shards" in body:
+            what, phase = "weights", "loading_weights"
+        elif "Capturing batches" in body or self.state.reached == "capturing_graphs":
+            what, phase = "graphs", "capturing_graphs"
+        else:
+            return
+        parsed = rules.parse_progress(body)
+        values: dict[str, Any] = {"what": what}
+        if parsed is not None:
+            values["percent"], values["done"], values["total"] = parsed
+        if what == "graphs":
+            m = rules.CAPTURING.search(body)
+            if m and m.group(1):
+                values["bs"] = int(m.group(1))
+            if m and m.group(2):
+                values["avail_gib"] = rules.num(m.group(2))
+        if len(values) == 1:
+            return
+        key = tuple(values.items())
+        if key == self._last_progress:
+            return
+        self._last_progress = key
+        self.state.progress[phase] = values
+        events.append(LogEvent(n, time, ranks, "progress", values, body[:200]))
+
+    def _info_line(self, body: str, n: int) -> None:
+        """Lines that carry a number or a note but mark no milestone."""
+        if "minimum viable" in body:
+            m = rules.MIN_VIABLE.search(body)
+            if m:
+                value = rules.num(m.group(1))
+                known = self.state.facts.get("min_viable_mem_fraction_static")
+                if known is None:
+                    self._fact("min_viable_mem_fraction_static", value, _FROM_RUNTIME)
+                elif known != value:
+                    self._fact("min_viable_mem_fraction_static_mtp", value, _FROM_RUNTIME)
+        if "Raise --mem-fraction-static above" in body:
+            m = rules.RAISE_ABOVE.search(body)
+            if m:
+                self._fact("raise_mem_fraction_static_above", rules.num(m.group(1)), _FROM_RUNTIME)
+        if "/dev/shm" in body or "shared memory segment" in body:
+            self.state.notes.add("nccl_shm")
+        if "Using KV cache dtype" in body:
+            m = rules.KV_CACHE_DTYPE.search(body)
+            if m:
+                self._fact("kv_cache_dtype", m.group(1), _FROM_RUNTIME)
+        elif "Max running requests is reset to" in body:
+            m = rules.MRR_RESET.search(body)
+            if m:
+                self._fact("max_running_requests", int(m.group(1)), _FROM_RUNTIME)
+                self.state.notes.add("speculative_mrr_reset")
+        elif "is capped to" in body and "mamba" in body:
+            m = rules.MRR_CAPPED.search(body)
+            if m:
+                self._fact("max_running_requests_capped_by_mamba", int(m.group(1)), _FROM_RUNTIME)
+        elif "reduce --mem-fraction-static to" in body:
+            m = rules.MFS_REDUCED.search(body)
+            if m:
+                self._fact("mem_fraction_static_effective", rules.num(m.group(1)), _FROM_RUNTIME)
+        elif "Disabling radix cache since speculative" in body:
+            self.state.notes.add("radix_disabled_for_speculative")
+        elif "fewer than --context-length" in body or "is larger than the profiled value" in body:
+            self.state.warnings.append((n, body[:300]))
+
+    def _fact(self, name: str, value: Any, source: int) -> None:
+        if value is None:
+            return
+        known = self._fact_source.get(name)
+        if known is None or source > known:
+            self.state.facts[name] = value
+            self._fact_source[name] = source
+
+    def _facts(self, facts: dict[str, Any], source: int) -> None:
+        for name, value in facts.items():
+            self._fact(name, value, source)
+
+    # ---- failures ----------------------------------------------------------------------------------------
+
+    def _signal(
+        self,
+        found: tuple[str | None, str, dict[str, Any]],
+        n: int,
+        time: str | None,
+        ranks: tuple[str, ...],
+        body: str,
+        events: list[LogEvent],
+    ) -> None:
+        error_class, strength, values = found
+        state = self.state
+        phase = self._hint if self._hint in PHASES else state.reached
+        if strength == "generic":
+            if phase == "capturing_graphs":
+                error_class = "cuda_graph_failed"
+            elif self._hint == "arguments":
+                error_class = "incompatible_flags"
+        if error_class == "not_enough_memory" and "mem_fraction_static" in values:
+            self._fact("mem_fraction_static", values["mem_fraction_static"], _FROM_ERROR)
+        if len(state.signals) >= _MAX_SIGNALS and (
+            strength in ("generic", "death", "weak")
+            or any(s.error_class == error_class for s in state.signals)
+        ):
+            return
+        self._order += 1
+        text = body[:1000]
+        state.signals.append(Signal(error_class, strength, n, self._order, text, phase, time, values))
+        events.append(
+            LogEvent(
+                n, time, ranks, "error", {"error_class": error_class, "strength": strength, **values}, text
+            )
+        )
+        if state.phase != "failed" and state.error is not None:
+            state.phase = "failed"
+            events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
+
+
+def _cap(raw: str) -> str:
+    """Bound a long line: keep the last `\\r` segment of a progress bar, a server_args dump's useful part."""
+    if "\r" in raw[-LINE_CAP:] or "\r" in raw[:LINE_CAP]:
+        raw = last_segment(raw)
+    if raw.find("server_args=", 0, 256) >= 0 or raw.find("ServerArgs(", 0, 256) >= 0:
+        return raw[:SERVER_ARGS_CAP]
+    return raw[:LINE_CAP]
+
+
+@dataclass
+class LogAnalysis:
+    """A whole log's verdict: state, line count, events, and whether it was written newest-first."""
+
+    state: StartupState
+    line_count: int
+    events: list[LogEvent] = field(default_factory=list)
+    reversed_order: bool = False
+
+    @property
+    def error(self) -> ErrorInfo | None:
+        return self.state.error
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return self.state.facts
+
+    @property
+    def milestones(self) -> list[Milestone]:
+        return self.state.milestone_list()
+
+    @property
+    def outcome(self) -> str:
+        """ready | failed | starting (a launch is visible, not finished) | unknown (no launch start seen)."""
+        if self.state.error is not None:
+            return "failed"
+        if self.state.exited and self.state.exit_code not in (None, 0):
+            return "failed"
+        if "ready" in self.state.milestones:
+            return "ready"
+        if "server_args" in self.state.milestones and not self.state.exited:
+            return "starting"
+        return "unknown"
+
+    def to_json(self) -> dict[str, Any]:
+        """The `sgtui explain --json` keys except `diagnosis` (see DESIGN.md)."""
+        error = self.state.error
+        return {
+            "outcome": self.outcome,
+            "error_class": error.error_class if error else None,
+            "error_line": error.line if error else None,
+            "error": error.to_json() if error else None,
+            "phase": self.state.phase,
+            "reached": self.state.reached,
+            "milestones": [m.to_json() for m in self.milestones],
+            "ranks_reached": {m.kind: sorted(m.ranks) for m in self.milestones},
+            "durations": self.state.durations(),
+            "progress": self.state.progress,
+            "facts": dict(self.state.facts),
+            "warnings": [{"line": line, "text": text} for line, text in self.state.warnings],
+            "line_count": self.line_count,
+            "reversed_order": self.reversed_order,
+        }
+
+
+def _newest_first(lines: list[str]) -> bool:
+    """A cloud-logging export (every line `SEVERITY RFC3339 ...`) whose first stamp is later than its last."""
+    head = next((c for c in map(cloud_prefix, lines[:50]) if c is not None), None)
+    tail = next((c for c in map(cloud_prefix, reversed(lines[-50:])) if c is not None), None)
+    if head is None or tail is None:
+        return False
+    first, last = parse_seconds(head[0]), parse_seconds(tail[0])
+    return first is not None and last is not None and first > last
+
+
+def classify_text(text: str) -> LogAnalysis:
+    """Classify a whole log. Newest-first exports are read oldest-first, keeping the file's line numbers."""
+    classifier = LogClassifier()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    events: list[LogEvent] = []
+    newest_first = _newest_first(lines)
+    order = range(len(lines) - 1, -1, -1) if newest_first else range(len(lines))
+    for index in order:
+        classifier._handle(lines[index], index + 1, events)
+    classifier.line_count = len(lines)
+    return classifier.analysis(events, newest_first)

@@ -1,0 +1,591 @@
+"""One SSH connection per host, many channels over it, and what the user sees of its state.
+
+Host keys are always verified (the user's ~/.ssh/known_hosts, sgtui's own known_hosts, and any file the
+host entry names). An unknown or changed key stops with `HostKeyError` showing the fingerprint; trusting a
+new key is the explicit `accept_host_key()`. Channels are rationed below sshd's MaxSessions (OpenSSH frees
+slots lazily) and a refused channel open is retried. A lost connection is re-opened with backoff; every
+state change goes to subscribers as a `ConnectionEvent`. `LocalTransport` offers the same calls for running
+on the GPU machine itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import asyncssh
+
+from sgtui.core.shell import RemoteCommand
+from sgtui.remote.hosts import HostConfig, load_hosts, parse_jump, sgtui_known_hosts
+
+PasswordCallback = Callable[[str], Awaitable[str | None]]
+USER_KNOWN_HOSTS = Path(os.path.expanduser("~/.ssh/known_hosts"))
+
+
+class ConnState(enum.Enum):
+    CONNECTING = "connecting"
+    UP = "up"
+    LOST = "lost"
+    RETRYING = "retrying"
+    AUTH_FAILED = "auth failed"
+    UNREACHABLE = "unreachable"
+    HOST_KEY_UNKNOWN = "host key unknown"
+    HOST_KEY_CHANGED = "host key changed"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class ConnectionEvent:
+    """A state change of one host's connection; `retry_in` is set for RETRYING."""
+
+    host: str
+    state: ConnState
+    message: str = ""
+    retry_in: float | None = None
+    fingerprint: str | None = None
+    at: float = field(default_factory=time.time)
+
+
+class RemoteError(Exception):
+    """Talking to a host failed; the message says which host and why."""
+
+
+class UnreachableError(RemoteError):
+    pass
+
+
+class AuthError(RemoteError):
+    pass
+
+
+class HostKeyError(RemoteError):
+    """The host's key is unknown or differs from the recorded one. Nothing was sent to it."""
+
+    def __init__(self, host: HostConfig, key: asyncssh.SSHKey | None, changed: bool) -> None:
+        self.host = host
+        self.key = key
+        self.changed = changed
+        self.fingerprint = key.get_fingerprint() if key is not None else "(no key seen)"
+        where = f"{host.name} ({host.hostname}:{host.port})"
+        if changed:
+            msg = (
+                f"HOST KEY CHANGED for {where}: it now offers {self.fingerprint}, which differs from the "
+                "recorded key. Someone may be intercepting the connection, or the host was reinstalled; "
+                "check with its owner before removing the old line from your known_hosts."
+            )
+        else:
+            msg = (
+                f"unknown host key for {where}: {self.fingerprint}. Verify it on the host "
+                "(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), then accept it."
+            )
+        super().__init__(msg)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A finished command. `rc` is None when it was killed by a signal (see `signal`)."""
+
+    stdout: str
+    stderr: str
+    rc: int | None
+    signal: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+class Stream(Protocol):
+    """A running command's stdout as bytes chunks; b"" at EOF."""
+
+    async def read(self, n: int = 65536) -> bytes: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+
+EventSink = Callable[[ConnectionEvent], None] | asyncio.Queue[ConnectionEvent]
+
+
+class _Subscribers:
+    def __init__(self) -> None:
+        self._sinks: list[EventSink] = []
+        self.last: ConnectionEvent | None = None
+
+    def add(self, sink: EventSink) -> Callable[[], None]:
+        self._sinks.append(sink)
+        return lambda: self._sinks.remove(sink) if sink in self._sinks else None
+
+    def emit(self, event: ConnectionEvent) -> None:
+        self.last = event
+        for sink in list(self._sinks):
+            if isinstance(sink, asyncio.Queue):
+                sink.put_nowait(event)
+            else:
+                sink(event)
+
+
+def accept_host_key(host: HostConfig, key: asyncssh.SSHKey, path: Path | None = None) -> Path:
+    """Trust `key` for `host` from now on: append it to sgtui's known_hosts (the user decided)."""
+    path = path or sgtui_known_hosts()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    name = host.hostname if host.port == 22 else f"[{host.hostname}]:{host.port}"
+    line = f"{name} {key.convert_to_public().export_public_key().decode().strip()}\n"
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(line)
+    return path
+
+
+def _known_hosts_paths(host: HostConfig, user_known_hosts: Path | None) -> list[Path]:
+    found = [Path(p) for p in host.known_hosts]
+    found.append(sgtui_known_hosts())
+    if user_known_hosts is not None:
+        found.append(user_known_hosts)
+    return [p for p in found if p.is_file()]
+
+
+def _load_known_hosts(paths: Sequence[Path]) -> asyncssh.SSHKnownHosts:
+    text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
+    return asyncssh.import_known_hosts(text)
+
+
+class _Client(asyncssh.SSHClient):  # type: ignore[misc]
+    def __init__(self, owner: Connection) -> None:
+        self._owner = owner
+        self.offered_key: asyncssh.SSHKey | None = None
+        self.addr = ""
+        self._password_tries = 0
+
+    def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+        self.offered_key = key
+        self.addr = addr
+        return False
+
+    async def password_auth_requested(self) -> str | None:
+        cb = self._owner.password_cb
+        if cb is None or self._password_tries >= 3:
+            return None
+        self._password_tries += 1
+        host = self._owner.host
+        return await cb(f"password for {host.user or ''}@{host.hostname}" if host.user else host.hostname)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._owner._connection_lost(exc)
+
+
+class _ProcStream:
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes]) -> None:
+        self._proc = proc
+
+    async def read(self, n: int = 65536) -> bytes:
+        return await self._proc.stdout.read(n)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+
+class Connection:
+    """One host: an asyncssh connection opened on first use, kept alive, re-opened when lost."""
+
+    def __init__(
+        self,
+        host: HostConfig,
+        *,
+        password_cb: PasswordCallback | None = None,
+        client_keys: Sequence[asyncssh.SSHKey] | None = None,
+        agent_path: str | tuple[()] | None = (),
+        user_known_hosts: Path | None = USER_KNOWN_HOSTS,
+        channel_budget: int = 8,
+        keepalive_interval: float = 10.0,
+        keepalive_count_max: int = 3,
+        connect_timeout: float = 15.0,
+        max_backoff: float = 10.0,
+        wait_timeout: float = 60.0,
+        tunnel: Connection | None = None,
+    ) -> None:
+        self.host = host
+        self.password_cb = password_cb
+        self._client_keys = list(client_keys) if client_keys is not None else None
+        self._agent_path = agent_path
+        self._user_known_hosts = user_known_hosts
+        self._sem = asyncio.Semaphore(channel_budget)
+        self._keepalive = (keepalive_interval, keepalive_count_max)
+        self._connect_timeout = connect_timeout
+        self._max_backoff = max_backoff
+        self._wait_timeout = wait_timeout
+        self._tunnel = tunnel
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._subs = _Subscribers()
+        self._lock = asyncio.Lock()
+        self._reconnect: asyncio.Task[asyncssh.SSHClientConnection] | None = None
+        self._fatal: RemoteError | None = None
+        self._closing = False
+        self.state = ConnState.CLOSED
+
+    # -- events -------------------------------------------------------------------------------------------
+    def subscribe(self, sink: EventSink) -> Callable[[], None]:
+        """Receive every ConnectionEvent (a callback or an asyncio.Queue); returns an unsubscribe."""
+        return self._subs.add(sink)
+
+    def _emit(self, state: ConnState, message: str = "", **kw: Any) -> None:
+        self.state = state
+        self._subs.emit(ConnectionEvent(self.host.name, state, message, **kw))
+
+    # -- connecting ---------------------------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None and self.state is ConnState.UP
+
+    async def connect(self) -> Connection:
+        """Open the connection now (otherwise the first command does); raises on failure."""
+        await self._ensure()
+        return self
+
+    async def _open(self) -> asyncssh.SSHClientConnection:
+        self._emit(ConnState.CONNECTING, f"connecting to {self.host.hostname}:{self.host.port}")
+        known = _load_known_hosts(_known_hosts_paths(self.host, self._user_known_hosts))
+        client = _Client(self)
+        kwargs: dict[str, Any] = {
+            "port": self.host.port,
+            "known_hosts": known,
+            "config": None,
+            "client_factory": lambda: client,
+            "keepalive_interval": self._keepalive[0],
+            "keepalive_count_max": self._keepalive[1],
+            "connect_timeout": self._connect_timeout,
+        }
+        if self.host.user:
+            kwargs["username"] = self.host.user
+        if self._client_keys is not None:
+            kwargs["client_keys"] = self._client_keys
+        elif self.host.identity_files:
+            kwargs["client_keys"] = [p for p in self.host.identity_files if Path(p).is_file()]
+        if self._agent_path != ():
+            kwargs["agent_path"] = self._agent_path
+        if self._tunnel is not None:
+            kwargs["tunnel"] = await self._tunnel._ensure()
+        try:
+            conn = await asyncssh.connect(self.host.hostname, **kwargs)
+        except asyncssh.HostKeyNotVerifiable:
+            changed = bool(known.match(self.host.hostname, client.addr, self.host.port)[0])
+            err = HostKeyError(self.host, client.offered_key, changed)
+            state = ConnState.HOST_KEY_CHANGED if changed else ConnState.HOST_KEY_UNKNOWN
+            self._emit(state, str(err), fingerprint=err.fingerprint)
+            raise err from None
+        except asyncssh.PermissionDenied as exc:
+            err2 = AuthError(
+                f"{self.host.name}: authentication failed as {self.host.user or 'the current user'} "
+                f"({exc.reason}); check the key (identity_file), the agent, or the password"
+            )
+            self._emit(ConnState.AUTH_FAILED, str(err2))
+            raise err2 from None
+        except (OSError, asyncssh.Error, TimeoutError) as exc:
+            err3 = UnreachableError(f"{self.host.name} ({self.host.hostname}:{self.host.port}): {exc}")
+            self._emit(ConnState.UNREACHABLE, str(err3))
+            raise err3 from None
+        self._conn = conn
+        self._emit(ConnState.UP, f"connected to {self.host.hostname}:{self.host.port}")
+        return conn
+
+    async def _ensure(self) -> asyncssh.SSHClientConnection:
+        if self._closing:
+            raise RemoteError(f"{self.host.name}: connection closed")
+        if self._conn is not None and self.state is ConnState.UP:
+            return self._conn
+        if self._fatal is not None:
+            raise self._fatal
+        if self._reconnect is not None and not self._reconnect.done():
+            try:
+                return await asyncio.wait_for(asyncio.shield(self._reconnect), self._wait_timeout)
+            except TimeoutError:
+                raise UnreachableError(
+                    f"{self.host.name}: still reconnecting after {self._wait_timeout:.0f} s"
+                ) from None
+        async with self._lock:
+            if self._conn is not None and self.state is ConnState.UP:
+                return self._conn
+            try:
+                return await self._open()
+            except (HostKeyError, AuthError) as exc:
+                self._fatal = exc
+                raise
+
+    def _connection_lost(self, exc: Exception | None) -> None:
+        was_up = self._conn is not None
+        self._conn = None
+        if self._closing or not was_up:
+            return
+        self._emit(ConnState.LOST, f"{self.host.name}: connection lost ({exc or 'closed by the server'})")
+        if self._reconnect is None or self._reconnect.done():
+            self._reconnect = asyncio.ensure_future(self._reconnect_loop())
+
+    async def _reconnect_loop(self) -> asyncssh.SSHClientConnection:
+        delay = 0.05
+        while not self._closing:
+            self._emit(ConnState.RETRYING, f"{self.host.name}: reconnecting in {delay:.2f} s", retry_in=delay)
+            await asyncio.sleep(delay)
+            try:
+                async with self._lock:
+                    return await self._open()
+            except (HostKeyError, AuthError) as exc:
+                self._fatal = exc
+                raise
+            except UnreachableError:
+                delay = min(delay * 2, self._max_backoff)
+        raise RemoteError(f"{self.host.name}: connection closed")
+
+    def reset(self) -> None:
+        """Forget a host-key or auth failure (after `accept_host_key` or fixing the key) so the next call
+        connects again."""
+        self._fatal = None
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._reconnect is not None and not self._reconnect.done():
+            self._reconnect.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reconnect
+        if self._conn is not None:
+            self._conn.close()
+            with contextlib.suppress(Exception):
+                await self._conn.wait_closed()
+            self._conn = None
+        self._emit(ConnState.CLOSED, f"{self.host.name}: closed")
+
+    def abort(self) -> None:
+        """Drop the transport without a goodbye (tests use it to simulate a cut link)."""
+        if self._conn is not None:
+            self._conn.abort()
+
+    # -- channels -----------------------------------------------------------------------------------------
+    async def _create_process(self, command: str, encoding: str | None) -> asyncssh.SSHClientProcess[Any]:
+        delay = 0.005
+        for attempt in range(12):
+            conn = await self._ensure()
+            try:
+                return await conn.create_process(command, encoding=encoding, errors="replace")
+            except asyncssh.ChannelOpenError:
+                if attempt == 11:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        raise AssertionError("unreachable")
+
+    async def run(
+        self, command: str | RemoteCommand, *, input: str | bytes | None = None, timeout: float | None = None
+    ) -> Result:
+        """Run one command to completion; output decoded as UTF-8 (bad bytes replaced)."""
+        if isinstance(command, RemoteCommand):
+            command, input = command.command, command.stdin
+        data = input.decode("utf-8") if isinstance(input, bytes) else input
+        async with self._sem:
+            try:
+                proc = await self._create_process(command, "utf-8")
+            except (asyncssh.Error, OSError) as exc:
+                raise RemoteError(f"{self.host.name}: cannot run a command: {exc}") from None
+            try:
+                out, err = await asyncio.wait_for(proc.communicate(data), timeout)
+            except TimeoutError:
+                raise RemoteError(f"{self.host.name}: command timed out after {timeout} s") from None
+            except (asyncssh.Error, OSError) as exc:
+                raise RemoteError(f"{self.host.name}: connection failed during a command: {exc}") from None
+            finally:
+                proc.close()
+            return Result(
+                str(out or ""),
+                str(err or ""),
+                proc.exit_status,
+                proc.exit_signal[0] if proc.exit_signal else None,
+            )
+
+    @contextlib.asynccontextmanager
+    async def stream(self, command: str | RemoteCommand) -> AsyncIterator[Stream]:
+        """A long-lived command whose stdout is read as bytes; the channel is closed on exit."""
+        stdin = None
+        if isinstance(command, RemoteCommand):
+            command, stdin = command.command, command.stdin
+        async with self._sem:
+            proc = await self._create_process(command, None)
+            try:
+                if stdin is not None:
+                    proc.stdin.write(stdin)
+                    proc.stdin.write_eof()
+                yield _ProcStream(proc)
+            finally:
+                proc.close()
+
+    async def open_connection(
+        self, host: str, port: int
+    ) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
+        """A direct-tcpip channel to host:port as seen from the remote machine (no curl needed)."""
+        conn = await self._ensure()
+        return await conn.open_connection(host, port, encoding=None)
+
+
+class LocalTransport:
+    """The Connection interface for commands on this machine (the jump box is the GPU host)."""
+
+    def __init__(self, name: str = "local") -> None:
+        self.host = HostConfig(name=name, hostname="localhost", local=True, source="local")
+        self.state = ConnState.UP
+        self._subs = _Subscribers()
+
+    def subscribe(self, sink: EventSink) -> Callable[[], None]:
+        return self._subs.add(sink)
+
+    @property
+    def connected(self) -> bool:
+        return True
+
+    async def connect(self) -> LocalTransport:
+        self._subs.emit(ConnectionEvent(self.host.name, ConnState.UP, "local"))
+        return self
+
+    async def run(
+        self, command: str | RemoteCommand, *, input: str | bytes | None = None, timeout: float | None = None
+    ) -> Result:
+        if isinstance(command, RemoteCommand):
+            command, input = command.command, command.stdin
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(data), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            raise RemoteError(f"local command timed out after {timeout} s") from None
+        rc = proc.returncode
+        sig = None
+        if rc is not None and rc < 0:
+            import signal as _signal
+
+            sig, rc = _signal.Signals(-rc).name.removeprefix("SIG"), None
+        return Result(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), rc, sig)
+
+    @contextlib.asynccontextmanager
+    async def stream(self, command: str | RemoteCommand) -> AsyncIterator[Stream]:
+        stdin = None
+        if isinstance(command, RemoteCommand):
+            command, stdin = command.command, command.stdin
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        if stdin is not None and proc.stdin is not None:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        try:
+            yield _LocalStream(proc)
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 15)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.wait(), 2)
+
+    async def open_connection(
+        self, host: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(host, port)
+
+    async def close(self) -> None:
+        self.state = ConnState.CLOSED
+        self._subs.emit(ConnectionEvent(self.host.name, ConnState.CLOSED, "local"))
+
+
+class _LocalStream:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+
+    async def read(self, n: int = 65536) -> bytes:
+        assert self._proc.stdout is not None
+        return await self._proc.stdout.read(n)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+
+Transport = Connection | LocalTransport
+
+
+class ConnectionPool:
+    """One Connection per host alias, created on first use; ProxyJump hops become tunnels."""
+
+    def __init__(
+        self,
+        hosts: dict[str, HostConfig] | None = None,
+        *,
+        password_cb: PasswordCallback | None = None,
+        **conn_options: Any,
+    ) -> None:
+        self.hosts = hosts if hosts is not None else load_hosts()
+        self._password_cb = password_cb
+        self._options = conn_options
+        self._conns: dict[str, Transport] = {}
+
+    def get(self, name: str) -> Transport:
+        if name in self._conns:
+            return self._conns[name]
+        host = self.hosts.get(name)
+        if host is None:
+            from sgtui.core.errors import UserError
+
+            known = ", ".join(sorted(self.hosts)) or "none configured"
+            raise UserError(
+                f"unknown host {name!r}: add it to ~/.ssh/config or sgtui's hosts.yaml (known: {known})"
+            )
+        transport: Transport
+        if host.local:
+            transport = LocalTransport(name)
+        else:
+            tunnel = self._jump(host.proxy_jump) if host.proxy_jump else None
+            transport = Connection(host, password_cb=self._password_cb, tunnel=tunnel, **self._options)
+        self._conns[name] = transport
+        return transport
+
+    def _jump(self, spec: str) -> Connection:
+        hops = [h.strip() for h in spec.split(",") if h.strip()]
+        last, earlier = hops[-1], hops[:-1]
+        if last in self.hosts and not earlier:
+            conn = self.get(last)
+            if not isinstance(conn, Connection):
+                raise RemoteError(f"ProxyJump {last!r} is a local host entry; it cannot be a jump host")
+            return conn
+        user, hostname, port = parse_jump(last)
+        base = self.hosts.get(hostname) or HostConfig(name=last, hostname=hostname, source="ProxyJump")
+        hop = replace(
+            base,
+            name=last,
+            user=user or base.user,
+            port=port or base.port,
+            proxy_jump=",".join(earlier) if earlier else base.proxy_jump,
+        )
+        self.hosts[last] = hop
+        return self.get(last)  # type: ignore[return-value]
+
+    async def close(self) -> None:
+        for conn in list(self._conns.values()):
+            await conn.close()
+        self._conns.clear()

@@ -1,0 +1,258 @@
+"""GPU memory and the processes holding it, per host.
+
+One long-lived `nvidia-smi --query-gpu ... -lms N` channel per host streams readings (no process start per
+sample, which is what makes 10 hosts x 8 GPUs at 2 Hz cheap on the jump box). Process ownership is asked
+separately and less often, and host PIDs are mapped to containers through /proc/PID/cgroup. Locally,
+NVML is used directly. Problems are named states (core.nvsmi.GpuState), never zeros.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+
+import asyncssh
+
+from sgtui.core.nvsmi import (
+    QUERY_APPS_FIELDS,
+    QUERY_GPU_FIELDS,
+    GpuProblem,
+    GpuProcess,
+    GpuReading,
+    GpuState,
+    Value,
+    classify_failure,
+    container_from_cgroup,
+    parse_compute_apps,
+    parse_gpu_line,
+    parse_query_gpu,
+)
+from sgtui.remote.connection import AuthError, HostKeyError, RemoteError, Transport
+from sgtui.remote.targets import HOST
+
+
+@dataclass(frozen=True)
+class GpuSnapshot:
+    """All GPUs of one host at one moment, or the named problem that prevented reading them."""
+
+    host: str
+    gpus: list[GpuReading]
+    problem: GpuProblem | None = None
+    unreadable: list[str] = field(default_factory=list)
+    at: float = field(default_factory=time.time)
+
+
+def query_gpu_command(interval_ms: int | None = None) -> str:
+    loop = f" -lms {int(interval_ms)}" if interval_ms else ""
+    return f"exec nvidia-smi --query-gpu={QUERY_GPU_FIELDS} --format=csv,noheader,nounits{loop} 2>&1"
+
+
+_PROCESSES = f"""
+out=$(nvidia-smi --query-compute-apps={QUERY_APPS_FIELDS} --format=csv,noheader,nounits 2>&1); rc=$?
+echo "@@apps $rc"; printf '%s\\n' "$out"
+echo "@@gpus"; nvidia-smi --query-gpu=index,uuid --format=csv,noheader,nounits 2>/dev/null
+for pid in $(printf '%s\\n' "$out" | awk -F', *' '$1 ~ /^[0-9]+$/ {{print $1}}'); do
+  echo "@@cgroup $pid"; cat "/proc/$pid/cgroup" 2>/dev/null
+done
+echo "@@end"
+"""
+
+
+def parse_processes(text: str) -> tuple[list[GpuProcess], GpuProblem | None]:
+    """The output of the processes script -> processes with GPU index and container, or a problem."""
+    sections: dict[str, list[str]] = {}
+    key = ""
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            key = line[2:].strip()
+            sections[key] = []
+        elif key:
+            sections[key].append(line)
+    apps_key = next((k for k in sections if k.startswith("apps ")), None)
+    if apps_key is None or "end" not in sections:
+        return [], GpuProblem(GpuState.UNREADABLE, text.strip()[:200] or "no output")
+    rc_text = apps_key.split()[1]
+    apps_text = "\n".join(sections[apps_key])
+    problem = classify_failure(apps_text, int(rc_text) if rc_text.lstrip("-").isdigit() else None)
+    if problem is not None:
+        return [], problem
+    by_uuid: dict[str, int] = {}
+    for line in sections.get("gpus", []):
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit():
+            by_uuid[parts[1]] = int(parts[0])
+    procs = [
+        replace(
+            p,
+            gpu_index=by_uuid.get(p.gpu_uuid),
+            container=container_from_cgroup("\n".join(sections.get(f"cgroup {p.pid}", []))),
+        )
+        for p in parse_compute_apps(apps_text)
+    ]
+    return procs, None
+
+
+class _CycleGrouper:
+    """nvidia-smi -lms prints one row per GPU per cycle; a row whose index does not increase starts the
+    next cycle, and a cycle is complete once it has as many rows as the last complete one."""
+
+    def __init__(self) -> None:
+        self.rows: list[GpuReading] = []
+        self.expected: int | None = None
+
+    def add(self, row: GpuReading) -> list[list[GpuReading]]:
+        done: list[list[GpuReading]] = []
+        if self.rows and row.index <= self.rows[-1].index:
+            done.append(self.rows)
+            self.expected = len(self.rows)
+            self.rows = []
+        self.rows.append(row)
+        if self.expected is not None and len(self.rows) == self.expected:
+            done.append(self.rows)
+            self.rows = []
+        return done
+
+
+class GpuSampler:
+    """nvidia-smi over a host's connection (nvidia-smi runs on the host, where all GPUs are visible)."""
+
+    def __init__(self, conn: Transport, interval_ms: int = 500, *, problem_retry_s: float = 10.0) -> None:
+        self.conn = conn
+        self.interval_ms = interval_ms
+        self.problem_retry_s = problem_retry_s
+
+    @property
+    def host(self) -> str:
+        return self.conn.host.name
+
+    async def query(self) -> GpuSnapshot:
+        """One reading of every GPU now."""
+        try:
+            result = await self.conn.run(HOST.script(query_gpu_command()), timeout=30)
+        except RemoteError as exc:
+            return GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREACHABLE, str(exc)))
+        problem = classify_failure(result.stdout + result.stderr, result.rc)
+        if problem is not None:
+            return GpuSnapshot(self.host, [], problem)
+        readings, bad = parse_query_gpu(result.stdout)
+        if not readings:
+            return GpuSnapshot(
+                self.host, [], GpuProblem(GpuState.UNREADABLE, result.stdout.strip()[:200]), bad
+            )
+        return GpuSnapshot(self.host, readings, None, bad)
+
+    async def processes(self) -> list[GpuProcess]:
+        """Processes holding GPU memory, with GPU index and container. Raises RemoteError on a problem."""
+        result = await self.conn.run(HOST.script(_PROCESSES), timeout=30)
+        procs, problem = parse_processes(result.stdout)
+        if problem is not None:
+            raise RemoteError(
+                f"{self.host}: cannot list GPU processes: {problem.state.value}: {problem.detail}"
+            )
+        return procs
+
+    async def stream(self) -> AsyncIterator[GpuSnapshot]:
+        """Snapshots every interval from one long-lived channel; re-opened when it drops. A problem is
+        yielded as a snapshot (e.g. NO_DRIVER) and retried every `problem_retry_s`."""
+        delay = 0.05
+        while True:
+            problem: GpuProblem | None = None
+            try:
+                async with self.conn.stream(HOST.script(query_gpu_command(self.interval_ms))) as proc:
+                    grouper = _CycleGrouper()
+                    pending = b""
+                    bad: list[str] = []
+                    while True:
+                        data = await proc.read(65536)
+                        if not data:
+                            break
+                        *lines, last = (pending + data).split(b"\n")
+                        pending = last
+                        for raw in lines:
+                            line = raw.decode("utf-8", "replace")
+                            row = parse_gpu_line(line)
+                            if row is None:
+                                if line.strip():
+                                    bad.append(line)
+                                continue
+                            for cycle in grouper.add(row):
+                                delay = 0.05
+                                yield GpuSnapshot(self.host, cycle, None, bad)
+                                bad = []
+                        if bad and grouper.expected is None and not grouper.rows:
+                            problem = classify_failure("\n".join(bad)) or GpuProblem(
+                                GpuState.UNREADABLE, "\n".join(bad)[:200]
+                            )
+                    if grouper.rows:
+                        yield GpuSnapshot(self.host, grouper.rows, None, bad)
+                    elif problem is None and bad:
+                        problem = classify_failure("\n".join(bad)) or GpuProblem(
+                            GpuState.UNREADABLE, "\n".join(bad)[:200]
+                        )
+            except (HostKeyError, AuthError) as exc:
+                yield GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREACHABLE, str(exc)))
+                return
+            except (asyncssh.Error, OSError, RemoteError) as exc:
+                problem = GpuProblem(GpuState.UNREACHABLE, str(exc))
+            if problem is not None:
+                yield GpuSnapshot(self.host, [], problem)
+                await asyncio.sleep(self.problem_retry_s)
+            else:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+
+class NvmlSampler:
+    """Local GPUs through NVML (when sgtui runs on the GPU machine itself)."""
+
+    def __init__(self, host: str = "local") -> None:
+        self.host = host
+
+    def query_sync(self) -> GpuSnapshot:
+        try:
+            import pynvml
+        except ImportError as exc:  # nvidia-ml-py is a dependency, but be explicit about it
+            return GpuSnapshot(self.host, [], GpuProblem(GpuState.NO_DRIVER, f"pynvml unavailable: {exc}"))
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            return GpuSnapshot(self.host, [], GpuProblem(GpuState.NO_DRIVER, f"NVML: {exc}"))
+        try:
+            readings = []
+            for i in range(pynvml.nvmlDeviceGetCount()):
+                h = pynvml.nvmlDeviceGetHandleByIndex(i)
+                readings.append(_nvml_reading(pynvml, i, h))
+            if not readings:
+                return GpuSnapshot(self.host, [], GpuProblem(GpuState.NO_DEVICES, "NVML reports no GPUs"))
+            return GpuSnapshot(self.host, readings)
+        finally:
+            pynvml.nvmlShutdown()
+
+    async def query(self) -> GpuSnapshot:
+        return await asyncio.to_thread(self.query_sync)
+
+
+def _nvml_reading(pynvml: object, index: int, handle: object) -> GpuReading:
+    nv = pynvml
+    err = nv.NVMLError  # type: ignore[attr-defined]
+
+    def value(fn: object) -> Value:
+        try:
+            return Value(float(fn()))  # type: ignore[operator]
+        except err as exc:
+            return Value(None, str(exc))
+
+    mem = None
+    try:
+        mem = nv.nvmlDeviceGetMemoryInfo(handle)  # type: ignore[attr-defined]
+    except err:
+        pass
+    used = Value(mem.used / 2**20) if mem else Value(None, "Not Supported")
+    total = Value(mem.total / 2**20) if mem else Value(None, "Not Supported")
+    util = value(lambda: nv.nvmlDeviceGetUtilizationRates(handle).gpu)  # type: ignore[attr-defined]
+    name = nv.nvmlDeviceGetName(handle)  # type: ignore[attr-defined]
+    uuid = nv.nvmlDeviceGetUUID(handle)  # type: ignore[attr-defined]
+    state = GpuState.OK if used.known and total.known and util.known else GpuState.PARTIAL
+    return GpuReading(index, str(uuid), str(name), used, total, util, state)

@@ -1,0 +1,159 @@
+"""Is the server up? `/health` and the model info endpoint, asked through the SSH connection itself
+(a direct-tcpip channel: nothing to install on the host, no port opened on the jump box), combined with
+process liveness and the log's startup state - the HTTP server can outlive a dead scheduler, and a live
+process can be minutes away from serving."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import asyncssh
+
+from sgtui.remote.connection import RemoteError, Transport
+from sgtui.remote.runs import RunState, RunStatus
+
+
+class HttpState(enum.Enum):
+    OK = "ok"  # 200
+    ERROR = "error"  # answered with another status
+    REFUSED = "refused"  # nothing listening
+    TIMEOUT = "timeout"
+    UNREACHABLE = "unreachable"  # the SSH connection itself failed
+
+
+@dataclass(frozen=True)
+class HttpProbe:
+    state: HttpState
+    status: int | None = None
+    body: str = ""
+    detail: str = ""
+
+
+class Verdict(enum.Enum):
+    READY = "ready"
+    STARTING = "starting"
+    UNHEALTHY = "unhealthy"  # process alive, HTTP answers with errors (or not at all after ready)
+    ORPHANED_HTTP = "orphaned-http"  # HTTP answers but the run's process group is gone
+    STOPPED = "stopped"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Health:
+    verdict: Verdict
+    http: HttpProbe
+    model: str | None
+    process: RunStatus | None
+    log_phase: str | None
+    reason: str
+
+
+async def http_get(
+    conn: Transport, port: int, path: str, *, host: str = "127.0.0.1", timeout: float = 5.0
+) -> HttpProbe:
+    """A plain HTTP/1.0 GET to host:port as seen from the remote machine."""
+    try:
+        reader, writer = await asyncio.wait_for(conn.open_connection(host, port), timeout)
+    except TimeoutError:
+        return HttpProbe(HttpState.TIMEOUT, detail=f"connect to {host}:{port} timed out")
+    except asyncssh.ChannelOpenError as exc:
+        return HttpProbe(HttpState.REFUSED, detail=f"{host}:{port}: {exc.reason}")
+    except ConnectionRefusedError as exc:
+        return HttpProbe(HttpState.REFUSED, detail=f"{host}:{port}: {exc}")
+    except (RemoteError, asyncssh.Error, OSError) as exc:
+        return HttpProbe(HttpState.UNREACHABLE, detail=str(exc))
+    try:
+        request = f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+        writer.write(request.encode("ascii"))
+        raw = await asyncio.wait_for(reader.read(1 << 20), timeout)
+        chunks = [raw]
+        while raw:
+            raw = await asyncio.wait_for(reader.read(1 << 20), timeout)
+            chunks.append(raw)
+    except TimeoutError:
+        return HttpProbe(HttpState.TIMEOUT, detail=f"GET {path}: no answer in {timeout} s")
+    except (asyncssh.Error, OSError) as exc:
+        return HttpProbe(HttpState.REFUSED, detail=f"GET {path}: {exc}")
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+    return parse_http_response(b"".join(chunks))
+
+
+def parse_http_response(data: bytes) -> HttpProbe:
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = status_line.split()
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        return HttpProbe(HttpState.ERROR, detail=f"not an HTTP answer: {status_line[:80]!r}")
+    status = int(parts[1])
+    text = body.decode("utf-8", "replace")
+    return HttpProbe(HttpState.OK if status == 200 else HttpState.ERROR, status, text, status_line)
+
+
+def model_name(body: str) -> str | None:
+    try:
+        data: Any = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(data, dict):
+        for key in ("model_path", "served_model_name", "model"):
+            if isinstance(data.get(key), str):
+                return data[key]
+    return None
+
+
+async def probe(
+    conn: Transport,
+    port: int,
+    *,
+    host: str = "127.0.0.1",
+    process: RunStatus | None = None,
+    log_phase: str | None = None,
+    timeout: float = 5.0,
+) -> Health:
+    """Probe /health, then /get_model_info (falling back to /model_info), and judge with the rest."""
+    http = await http_get(conn, port, "/health", host=host, timeout=timeout)
+    model = None
+    if http.state is HttpState.OK:
+        info = await http_get(conn, port, "/get_model_info", host=host, timeout=timeout)
+        if info.status == 404:
+            info = await http_get(conn, port, "/model_info", host=host, timeout=timeout)
+        model = model_name(info.body) if info.state is HttpState.OK else None
+    return judge(http, model, process, log_phase)
+
+
+def judge(http: HttpProbe, model: str | None, process: RunStatus | None, log_phase: str | None) -> Health:
+    """Combine the three views; the disagreements are the interesting cases."""
+    alive = process is None or process.state is RunState.RUNNING
+    if process is not None and not alive:
+        if http.state is HttpState.OK:
+            return Health(
+                Verdict.ORPHANED_HTTP,
+                http,
+                model,
+                process,
+                log_phase,
+                "HTTP answers but the run's processes are gone: another server holds the port",
+            )
+        return Health(Verdict.STOPPED, http, model, process, log_phase, f"process {process.state.value}")
+    if http.state is HttpState.OK:
+        return Health(Verdict.READY, http, model, process, log_phase, "health check passed")
+    if http.state is HttpState.UNREACHABLE:
+        return Health(Verdict.UNKNOWN, http, model, process, log_phase, http.detail)
+    if log_phase == "ready" or http.state is HttpState.ERROR:
+        return Health(
+            Verdict.UNHEALTHY,
+            http,
+            model,
+            process,
+            log_phase,
+            f"server process alive but /health failed ({http.detail or http.state.value}); "
+            "the scheduler may have died",
+        )
+    return Health(Verdict.STARTING, http, model, process, log_phase, f"not serving yet ({http.state.value})")

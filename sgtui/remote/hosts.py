@@ -1,0 +1,213 @@
+"""Which hosts sgtui can reach: aliases from ~/.ssh/config plus sgtui's own hosts.yaml.
+
+~/.ssh/config is resolved with asyncssh's own parser (Host/Match blocks, Include, ProxyJump), so an alias
+means here what it means to `ssh`. hosts.yaml (in the config dir) adds or overrides entries:
+
+    gpu1:
+      hostname: 10.0.0.5
+      port: 22
+      user: root
+      identity_file: ~/.ssh/id_ed25519
+      proxy_jump: bastion
+      known_hosts: ~/.ssh/known_hosts_lab
+    here:
+      local: true            # run on this machine, no SSH
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sgtui.core import paths
+from sgtui.core.errors import UserError
+
+HOSTS_FILE = "hosts.yaml"
+KNOWN_HOSTS_FILE = "known_hosts"
+_HOST_KEYS = {"hostname", "port", "user", "identity_file", "proxy_jump", "known_hosts", "local"}
+
+
+class HostsFileError(UserError):
+    """hosts.yaml or ~/.ssh/config holds something sgtui cannot use."""
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """Everything needed to open one SSH connection (or run locally when `local`)."""
+
+    name: str
+    hostname: str
+    port: int = 22
+    user: str | None = None
+    identity_files: tuple[str, ...] = ()
+    proxy_jump: str | None = None
+    known_hosts: tuple[str, ...] = ()
+    local: bool = False
+    source: str = "hosts.yaml"
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def default_ssh_config() -> Path:
+    return Path(os.path.expanduser("~/.ssh/config"))
+
+
+def hosts_file() -> Path:
+    return paths.config_dir() / HOSTS_FILE
+
+
+def sgtui_known_hosts() -> Path:
+    """sgtui's own known_hosts: where accepted new host keys are written."""
+    return paths.config_dir() / KNOWN_HOSTS_FILE
+
+
+def load_hosts(
+    ssh_config: Path | bool | None = True, hosts_yaml: Path | bool | None = True
+) -> dict[str, HostConfig]:
+    """All configured hosts by alias; hosts.yaml entries override ~/.ssh/config ones.
+
+    Pass a path to read another file, or False to skip that source (tests do).
+    """
+    hosts: dict[str, HostConfig] = {}
+    cfg = default_ssh_config() if ssh_config is True else ssh_config or None
+    if cfg is not None and cfg.is_file():
+        for alias in ssh_config_aliases(cfg):
+            hosts[alias] = resolve_ssh_alias(alias, cfg)
+    yml = hosts_file() if hosts_yaml is True else hosts_yaml or None
+    if yml is not None and yml.is_file():
+        hosts.update(parse_hosts_yaml(yml, base=hosts))
+    return hosts
+
+
+_HOST_LINE = re.compile(r"^\s*Host\s+(.+?)\s*$", re.IGNORECASE)
+_INCLUDE_LINE = re.compile(r"^\s*Include\s+(.+?)\s*$", re.IGNORECASE)
+
+
+def ssh_config_aliases(path: Path, _seen: set[Path] | None = None) -> list[str]:
+    """Concrete aliases named by `Host` lines (patterns with * ? ! are not hosts one can pick)."""
+    seen = _seen if _seen is not None else set()
+    path = path.resolve()
+    if path in seen or not path.is_file():
+        return []
+    seen.add(path)
+    aliases: list[str] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if m := _INCLUDE_LINE.match(line):
+            for pattern in m.group(1).split():
+                expanded = Path(os.path.expanduser(pattern))
+                if not expanded.is_absolute():
+                    expanded = Path(os.path.expanduser("~/.ssh")) / expanded
+                for inc in sorted(expanded.parent.glob(expanded.name)):
+                    aliases += [a for a in ssh_config_aliases(inc, seen) if a not in aliases]
+        elif m := _HOST_LINE.match(line):
+            for word in m.group(1).split():
+                if not any(c in word for c in "*?!") and word not in aliases:
+                    aliases.append(word)
+    return aliases
+
+
+def resolve_ssh_alias(alias: str, config_path: Path) -> HostConfig:
+    """An alias as `ssh` would resolve it, using asyncssh's config parser."""
+    from asyncssh.config import SSHClientConfig
+
+    try:
+        cfg = SSHClientConfig.load(None, [config_path], False, False, False, getpass.getuser(), (), alias, ())
+    except Exception as exc:  # asyncssh raises ConfigParseError (a ValueError) with file and line
+        raise HostsFileError(f"{config_path}: {exc}") from None
+    idents = cfg.get("IdentityFile") or ()
+    known = cfg.get("UserKnownHostsFile") or ()
+    jump = cfg.get("ProxyJump")
+    return HostConfig(
+        name=alias,
+        hostname=str(cfg.get("Hostname") or alias),
+        port=int(cfg.get("Port") or 22),  # type: ignore[call-overload]
+        user=str(cfg.get("User")) if cfg.get("User") else None,
+        identity_files=tuple(os.path.expanduser(str(i)) for i in idents),  # type: ignore[union-attr]
+        proxy_jump=None if not jump or str(jump).lower() == "none" else str(jump),
+        known_hosts=tuple(os.path.expanduser(str(k)) for k in known),  # type: ignore[union-attr]
+        source=str(config_path),
+    )
+
+
+def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -> dict[str, HostConfig]:
+    """Parse hosts.yaml; every problem is reported at once with its line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HostsFileError(f"{path}: cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise HostsFileError(f"{path}: not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise HostsFileError(f"{path}: expected a mapping of host name -> settings")
+    lines = _key_lines(node)
+    problems: list[str] = []
+    hosts: dict[str, HostConfig] = {}
+    for name, entry in data.items():
+        where = f"{path}:{lines.get(str(name), '?')}: host {name!r}"
+        if entry is None:
+            entry = {}
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: expected a mapping (hostname, port, user, ...)")
+            continue
+        unknown = sorted(set(map(str, entry)) - _HOST_KEYS)
+        if unknown:
+            problems.append(
+                f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_HOST_KEYS))}"
+            )
+        port = entry.get("port")
+        if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
+            problems.append(f"{where}: port must be a number 1-65535, got {port!r}")
+            port = None
+        prior = (base or {}).get(str(name))
+        ident = entry.get("identity_file")
+        idents = (ident,) if isinstance(ident, str) else tuple(ident or ())
+        known = entry.get("known_hosts")
+        knowns = (known,) if isinstance(known, str) else tuple(known or ())
+        hosts[str(name)] = HostConfig(
+            name=str(name),
+            hostname=str(entry.get("hostname") or (prior.hostname if prior else name)),
+            port=int(port) if port is not None else (prior.port if prior else 22),
+            user=str(entry["user"]) if entry.get("user") else (prior.user if prior else None),
+            identity_files=tuple(os.path.expanduser(str(i)) for i in idents)
+            or (prior.identity_files if prior else ()),
+            proxy_jump=str(entry["proxy_jump"])
+            if entry.get("proxy_jump")
+            else (prior.proxy_jump if prior else None),
+            known_hosts=tuple(os.path.expanduser(str(k)) for k in knowns)
+            + (prior.known_hosts if prior else ()),
+            local=bool(entry.get("local", False)),
+            source=str(path),
+        )
+    if problems:
+        raise HostsFileError("; ".join(problems))
+    return hosts
+
+
+def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+
+
+def parse_jump(spec: str) -> tuple[str | None, str, int | None]:
+    """`[user@]host[:port]` (the first hop of a ProxyJump list) -> (user, host, port)."""
+    first = spec.split(",")[0].strip()
+    user, _, rest = first.rpartition("@")
+    host, port = rest, None
+    if rest.startswith("["):
+        host, _, tail = rest[1:].partition("]")
+        port = int(tail[1:]) if tail.startswith(":") and tail[1:].isdigit() else None
+    elif rest.count(":") == 1:
+        host, _, p = rest.partition(":")
+        port = int(p) if p.isdigit() else None
+    return (user or None), host, port

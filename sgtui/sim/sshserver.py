@@ -1,0 +1,326 @@
+"""An in-process SSH server on 127.0.0.x that runs every exec request with a real `bash -c`.
+
+It stands in for a GPU host in tests and in `sgtui demo`. It is built to behave like OpenSSH with a root
+login, because that is what sgtui meets on Proxmox hosts: SSH `signal` requests are ignored, a closed
+channel only closes the command's pipes (the command dies at its next write, silent ones linger), and an
+optional session cap refuses channels past MaxSessions. Keys are generated per server, so nothing leaks
+in from the developer's ~/.ssh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import asyncssh
+
+OnClose = Literal["pipes", "killpg"]
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class _ExecSession(asyncssh.SSHServerSession):  # type: ignore[misc]
+    """One channel: one `bash -c COMMAND` in its own session (pid = pgid = sid, as sshd does)."""
+
+    def __init__(self, server: SimSSHServer, owner: _ServerConn) -> None:
+        self._server = server
+        self._owner = owner
+        self._chan: asyncssh.SSHServerChannel | None = None
+        self._command: str | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._pending_stdin: list[bytes] = []
+        self._stdin_eof = False
+        self._task: asyncio.Task[None] | None = None
+
+    def connection_made(self, chan: asyncssh.SSHServerChannel) -> None:
+        self._chan = chan
+
+    def shell_requested(self) -> bool:
+        return False
+
+    def exec_requested(self, command: str) -> bool:
+        self._command = command
+        return True
+
+    def session_started(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+        self._server._tasks.add(self._task)
+        self._task.add_done_callback(self._server._tasks.discard)
+
+    async def _run(self) -> None:
+        assert self._chan is not None and self._command is not None
+        chan = self._chan
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                "bash",
+                "-c",
+                self._command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                env=dict(self._server.env),
+                cwd=self._server.cwd,
+            )
+        except OSError as exc:
+            chan.write_stderr(f"sim sshd: cannot start bash: {exc}\n".encode())
+            chan.exit(127)
+            return
+        self._server._procs.add(self._proc)
+        for data in self._pending_stdin:
+            self._feed_stdin(data)
+        self._pending_stdin.clear()
+        if self._stdin_eof:
+            self._close_stdin()
+        proc = self._proc
+        assert proc.stdout is not None and proc.stderr is not None
+        await asyncio.gather(self._pump(proc.stdout, chan.write), self._pump(proc.stderr, chan.write_stderr))
+        rc = await proc.wait()
+        self._server._procs.discard(proc)
+        if chan.get_extra_info("connection") is None:
+            return
+        with contextlib.suppress(OSError, asyncssh.Error):
+            if rc < 0:
+                chan.exit_with_signal(signal.Signals(-rc).name.removeprefix("SIG"))
+            else:
+                chan.exit(rc)
+
+    async def _pump(self, stream: asyncio.StreamReader, write: object) -> None:
+        while True:
+            data = await stream.read(65536)
+            if not data:
+                return
+            await self._can_write.wait()
+            if self._chan is None or self._chan.is_closing():
+                continue  # keep draining so the process is not blocked; the data has nowhere to go
+            with contextlib.suppress(OSError, asyncssh.Error):
+                write(data)  # type: ignore[operator]
+
+    def _feed_stdin(self, data: bytes) -> None:
+        if self._proc and self._proc.stdin and not self._proc.stdin.is_closing():
+            self._proc.stdin.write(data)
+
+    def _close_stdin(self) -> None:
+        if self._proc and self._proc.stdin and not self._proc.stdin.is_closing():
+            with contextlib.suppress(OSError):
+                self._proc.stdin.write_eof()
+
+    def data_received(self, data: bytes, datatype: int | None) -> None:
+        if self._proc is None:
+            self._pending_stdin.append(data)
+        else:
+            self._feed_stdin(data)
+
+    def eof_received(self) -> bool:
+        if self._proc is None:
+            self._stdin_eof = True
+        else:
+            self._close_stdin()
+        return True
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    def signal_received(self, signal_name: str) -> None:
+        """OpenSSH refuses SSH signals for root ("session signalling requires privilege separation")."""
+        if not self._server.allow_signals or self._proc is None:
+            return
+        sig = getattr(signal, "SIG" + signal_name, None)
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, sig)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._owner.sessions -= 1
+        self._chan = None
+        self._can_write.set()
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        if self._server.on_close == "killpg":
+            self._server._spawn(_killpg_with_grace(proc, self._server.kill_grace))
+        else:
+            _close_pipes(proc)
+
+
+def _close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close the command's pipes the way sshd does; never `proc._transport.close()`, which SIGKILLs."""
+    transport = getattr(proc, "_transport", None)
+    if transport is None:
+        return
+    for fd in (0, 1, 2):
+        pipe = transport.get_pipe_transport(fd)
+        if pipe is not None:
+            pipe.close()
+
+
+async def _killpg_with_grace(proc: asyncio.subprocess.Process, grace: float) -> None:
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+    try:
+        await asyncio.wait_for(proc.wait(), grace)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
+    def __init__(self, server: SimSSHServer) -> None:
+        self._server = server
+        self.sessions = 0
+        self.conn: asyncssh.SSHServerConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self.conn = conn
+        self._server._conns.add(conn)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.conn is not None:
+            self._server._conns.discard(self.conn)
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        return key.public_data == self._server.client_key.public_data
+
+    def password_auth_supported(self) -> bool:
+        return self._server.password is not None
+
+    def validate_password(self, username: str, password: str) -> bool:
+        return self._server.password is not None and password == self._server.password
+
+    def session_requested(self) -> _ExecSession:
+        cap = self._server.max_sessions
+        if cap is not None and self.sessions >= cap:
+            raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "no more sessions")
+        self.sessions += 1
+        return _ExecSession(self._server, self)
+
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
+        """direct-tcpip to loopback only: enough for the health probe, nothing more."""
+        return dest_host in _LOOPBACK or dest_host.startswith("127.")
+
+
+class SimSSHServer:
+    """An asyncssh server that runs commands with the local bash, OpenSSH-for-root style.
+
+    `env` is the whole environment of every command (a fake PATH can put fake `nvidia-smi`/`pct`
+    first). `on_close="killpg"` kills a command's process group when its channel goes away instead of
+    only closing its pipes. `max_sessions` emulates sshd's MaxSessions per connection.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        max_sessions: int | None = None,
+        allow_signals: bool = False,
+        on_close: OnClose = "pipes",
+        kill_grace: float = 1.0,
+        password: str | None = None,
+        host_key: asyncssh.SSHKey | None = None,
+        client_key: asyncssh.SSHKey | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.env: dict[str, str] = dict(env) if env is not None else _default_env()
+        self.cwd = str(cwd) if cwd is not None else None
+        self.max_sessions = max_sessions
+        self.allow_signals = allow_signals
+        self.on_close: OnClose = on_close
+        self.kill_grace = kill_grace
+        self.password = password
+        self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
+        self.client_key = client_key or asyncssh.generate_private_key("ssh-ed25519")
+        self._acceptor: asyncssh.SSHAcceptor | None = None
+        self._conns: set[asyncssh.SSHServerConnection] = set()
+        self._procs: set[asyncio.subprocess.Process] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def host_key_public(self) -> asyncssh.SSHKey:
+        return self.host_key.convert_to_public()
+
+    def known_hosts_line(self) -> str:
+        """The known_hosts line for this server (`[host]:port key`), as OpenSSH writes it."""
+        name = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+        return f"{name} {self.host_key_public.export_public_key().decode().strip()}"
+
+    def write_client_key(self, path: Path) -> Path:
+        """Write the authorized client's private key (0600) for tools that want a key file."""
+        path.write_bytes(self.client_key.export_private_key())
+        path.chmod(0o600)
+        return path
+
+    async def start(self) -> SimSSHServer:
+        self._acceptor = await asyncssh.create_server(
+            lambda: _ServerConn(self),
+            self.host,
+            self.port,
+            server_host_keys=[self.host_key],
+            encoding=None,
+            keepalive_interval=0,
+        )
+        sockets = self._acceptor.sockets
+        self.port = sockets[0].getsockname()[1]
+        return self
+
+    async def abort_connections(self) -> None:
+        """Drop every client connection abruptly (what a network cut or a killed sshd child looks like)."""
+        for conn in list(self._conns):
+            conn.abort()
+        await asyncio.sleep(0)
+
+    def connection_count(self) -> int:
+        return len(self._conns)
+
+    async def close(self) -> None:
+        """Stop listening, drop connections, and reap the commands this server started."""
+        if self._acceptor is not None:
+            self._acceptor.close()
+            await self._acceptor.wait_closed()
+            self._acceptor = None
+        for conn in list(self._conns):
+            conn.abort()
+        for proc in list(self._procs):
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=2.0)
+
+    def _spawn(self, coro: object) -> None:
+        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def __aenter__(self) -> SimSSHServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _default_env() -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", "/root"),
+        "LANG": "C.UTF-8",
+    }

@@ -1,0 +1,203 @@
+"""The simulated host's shared state: GPUs and who holds their memory, in one JSON file under a lock.
+
+Every fake binary (nvidia-smi, pct, the SGLang stand-in) is a separate process, so the state lives in a
+file guarded by `fcntl.flock`: readers take a shared lock, writers an exclusive one and replace the file
+atomically. A process entry stays "holding memory" while its pid is alive with the recorded start time,
+and for `release_delay` seconds after it is seen dead, which is how a killed run's memory lingers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "state.json"
+LOCK_FILE = "state.lock"
+BASE_USED_MIB = 3  # what an idle GPU shows in nvidia-smi (driver, persistence daemon)
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat, or None when the pid is gone or a zombie (zombies hold no memory)."""
+    try:
+        line = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = line.rpartition(") ")[2].split()
+    if not fields or fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+def proc_alive(entry: dict[str, Any]) -> bool:
+    if entry.get("static"):
+        return True
+    start = proc_start_time(int(entry["pid"]))
+    return start is not None and (entry.get("start") is None or start == entry["start"])
+
+
+class StateStore:
+    """The state file of one simulated host (`<dir>/state.json`)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        self.path = self.dir / STATE_FILE
+        self.lock_path = self.dir / LOCK_FILE
+
+    @contextlib.contextmanager
+    def _locked(self, mode: int) -> Iterator[None]:
+        with open(self.lock_path, "a+") as lock:
+            fcntl.flock(lock, mode)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _load(self) -> dict[str, Any]:
+        return json.loads(self.path.read_text(encoding="utf-8"))
+
+    def _save(self, state: dict[str, Any]) -> None:
+        tmp = self.path.with_name(f".{STATE_FILE}.{os.getpid()}")
+        tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def create(self, state: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with self._locked(fcntl.LOCK_EX):
+            self._save(state)
+
+    def read(self) -> dict[str, Any]:
+        with self._locked(fcntl.LOCK_SH):
+            return self._load()
+
+    @contextlib.contextmanager
+    def update(self) -> Iterator[dict[str, Any]]:
+        """Read-modify-write under the exclusive lock; the file is replaced when the block ends cleanly."""
+        with self._locked(fcntl.LOCK_EX):
+            state = self._load()
+            yield state
+            self._save(state)
+
+    def refresh(self, now: float | None = None) -> dict[str, Any]:
+        """Note newly dead processes and drop those whose memory has been released; returns the state."""
+        with self.update() as state:
+            settle(state, time.time() if now is None else now)
+            return state
+
+
+def settle(state: dict[str, Any], now: float) -> None:
+    """Mark processes found dead (their memory is released `release_delay` later) and forget expired ones."""
+    kept = []
+    for entry in state["procs"]:
+        if entry.get("exited_at") is None and not proc_alive(entry):
+            entry["exited_at"] = now
+        exited = entry.get("exited_at")
+        if exited is not None and now >= exited + float(entry.get("release_delay", 0.0)):
+            continue
+        kept.append(entry)
+    state["procs"] = kept
+
+
+@dataclass(frozen=True)
+class GpuProcessRow:
+    pid: int
+    name: str
+    mib: int
+    user: str
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """One GPU as nvidia-smi reports it at this moment."""
+
+    index: int
+    name: str
+    uuid: str
+    bus_id: str
+    total_mib: int
+    used_mib: int
+    utilization: int
+    processes: tuple[GpuProcessRow, ...]
+
+    @property
+    def free_mib(self) -> int:
+        return max(0, self.total_mib - self.used_mib)
+
+
+def gpu_rows(state: dict[str, Any], visible: list[int] | None = None) -> list[GpuRow]:
+    """The GPUs (all, or the `visible` host indices) with the memory each process holds on them."""
+    rows = []
+    for gpu in state["gpus"]:
+        index = int(gpu["index"])
+        if visible is not None and index not in visible:
+            continue
+        procs: dict[int, GpuProcessRow] = {}
+        util = 0
+        for entry in state["procs"]:
+            if int(entry["gpu"]) != index:
+                continue
+            pid = int(entry["pid"])
+            prior = procs.get(pid)
+            mib = int(entry["mib"]) + (prior.mib if prior else 0)
+            procs[pid] = GpuProcessRow(pid, str(entry["name"]), mib, str(entry.get("user", "root")))
+            util += int(entry.get("util", 0))
+        used = BASE_USED_MIB + sum(p.mib for p in procs.values())
+        rows.append(
+            GpuRow(
+                index=index,
+                name=str(gpu["name"]),
+                uuid=str(gpu["uuid"]),
+                bus_id=str(gpu["bus_id"]),
+                total_mib=int(gpu["total_mib"]),
+                used_mib=min(used, int(gpu["total_mib"])),
+                utilization=min(100, util),
+                processes=tuple(procs.values()),
+            )
+        )
+    return rows
+
+
+def set_holding(
+    state: dict[str, Any],
+    *,
+    pid: int,
+    gpu: int,
+    mib: int,
+    name: str,
+    release_delay: float,
+    util: int = 0,
+    user: str = "root",
+) -> None:
+    """Record (or change) how much memory `pid` holds on `gpu`."""
+    for entry in state["procs"]:
+        if int(entry["pid"]) == pid and int(entry["gpu"]) == gpu and entry.get("exited_at") is None:
+            entry["mib"] = int(mib)
+            entry["util"] = util
+            return
+    state["procs"].append(
+        {
+            "pid": pid,
+            "start": proc_start_time(pid),
+            "gpu": gpu,
+            "mib": int(mib),
+            "name": name,
+            "user": user,
+            "util": util,
+            "static": False,
+            "exited_at": None,
+            "release_delay": release_delay,
+        }
+    )
+
+
+def mark_exited(state: dict[str, Any], pids: set[int], now: float) -> None:
+    """The processes in `pids` have exited: their memory goes `release_delay` seconds from now."""
+    for entry in state["procs"]:
+        if int(entry["pid"]) in pids and entry.get("exited_at") is None:
+            entry["exited_at"] = now

@@ -1,0 +1,643 @@
+"""The sgtui app: pick a target, edit flags with the fit beside them, launch, follow, fix, restart."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.timer import Timer
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+
+from sgtui.ui import messages as m
+from sgtui.ui import profile_ops
+from sgtui.ui.backend import Backend
+from sgtui.ui.catalogue import flag_catalogue, parse_flag_text
+from sgtui.ui.commands_provider import SgtuiCommands
+from sgtui.ui.fitting import FitInputs, compute_fit, hints_from_report
+from sgtui.ui.gpu_history import GpuHistory
+from sgtui.ui.screens.confirm import ConfirmScreen
+from sgtui.ui.screens.gpu_detail import GpuDetailScreen
+from sgtui.ui.screens.help import HelpScreen
+from sgtui.ui.screens.profiles import ProfileChoice, ProfilesScreen
+from sgtui.ui.services import Controller
+from sgtui.ui.views import ContainerView, RunView, TimelineView
+from sgtui.ui.widgets.diagnosis import DiagnosisPanel
+from sgtui.ui.widgets.fit_panel import FitPanel
+from sgtui.ui.widgets.gpu_panel import GpuPanel
+from sgtui.ui.widgets.host_picker import HostPicker
+from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
+from sgtui.ui.widgets.run_log import RunLog
+from sgtui.ui.widgets.runs_table import RunsTable
+from sgtui.ui.widgets.timeline import Timeline
+
+FIT_DEBOUNCE_S = 0.25
+ALIVE = ("starting", "running", "ready")
+
+
+def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """Truecolor terminals get the default theme; others (tmux without Tc, old xterms) ANSI colours."""
+    return "textual-dark" if environ.get("COLORTERM", "").lower() in ("truecolor", "24bit") else "textual-ansi"
+
+
+class SgtuiApp(App[None]):
+    CSS_PATH = "sgtui.tcss"
+    TITLE = "sgtui"
+    COMMANDS: ClassVar = App.COMMANDS | {SgtuiCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("l", "launch", "launch", id="launch"),
+        Binding("s", "stop", "stop", id="stop"),
+        Binding("r", "restart", "restart", id="restart"),
+        Binding("a", "apply", "apply fix", id="apply"),
+        Binding("e", "edit", "flags", id="edit"),
+        Binding("slash", "filter", "filter", id="filter"),
+        Binding("g", "gpus", "GPUs", id="gpus"),
+        Binding("p", "profiles", "profiles", id="profiles"),
+        Binding("question_mark", "help", "help", id="help"),
+        Binding("q", "quit", "quit", id="quit"),
+        Binding("f", "follow", "follow", id="follow", show=False),
+        Binding("x", "first_error", "first error", id="first-error", show=False),
+        Binding("1", "tab('targets')", "hosts", id="tab-targets", show=False),
+        Binding("2", "tab('flags')", "flags", id="tab-flags", show=False),
+        Binding("3", "tab('log')", "log", id="tab-log", show=False),
+        Binding("4", "tab('runs')", "runs", id="tab-runs", show=False),
+        Binding("escape", "leave_input", "leave field", id="leave-input", show=False),
+    ]
+
+    def __init__(
+        self,
+        backend: Backend,
+        profile: Any,
+        profile_path: Path | None = None,
+        *,
+        profile_dirs: tuple[Path, ...] = (),
+        theme: str | None = None,
+        max_log_lines: int = 20_000,
+    ) -> None:
+        super().__init__()
+        self.backend = backend
+        self.profile = profile
+        self.profile_path = profile_path
+        self.profile_dirs = profile_dirs
+        self.controller = Controller(self, backend, max_lines=max_log_lines)
+        self.max_log_lines = max_log_lines
+        self.theme = theme or pick_theme()
+        self.version: str | None = profile_ops.declared_version(profile)
+        self.catalogue: dict[str, FlagInfo] = flag_catalogue(self.version)
+        self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(profile), version=self.version)
+        self.fit_report: dict[str, Any] | None = None
+        self._fit_generation = 0
+        self._fit_timer: Timer | None = None
+        self.run: RunView | None = None
+        self.run_state = ""
+        self.runs: list[RunView] = []
+        self.host_states: dict[str, str] = {}
+        self.history = GpuHistory()
+        self._seen_milestones: set[str] = set()
+        self._connected: set[str] = set()
+        self._reattach_checked: set[str] = set()
+
+    # layout --------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header(icon="⚡")
+        yield Static("", id="status")
+        with TabbedContent(initial="log", id="tabs"):
+            with TabPane("1 Hosts", id="targets"):
+                yield HostPicker(id="picker")
+            with TabPane("2 Flags", id="flags"), Horizontal(id="flags-row"):
+                yield self._new_form()
+                with VerticalScroll(id="fit-scroll"):
+                    yield FitPanel(id="fit")
+            with TabPane("3 Log", id="log"), Horizontal(id="log-row"):
+                with Vertical(id="log-col"):
+                    yield Input(placeholder="filter: show lines containing… (enter keeps, esc clears)", id="log-filter")
+                    yield RunLog(max_lines=self.max_log_lines, id="runlog")
+                    yield Static("", id="log-status")
+                with VerticalScroll(id="side"):
+                    yield Timeline(id="timeline")
+                    yield DiagnosisPanel(id="diagnosis")
+            with TabPane("4 Runs", id="runs"):
+                yield RunsTable(id="runs-table")
+        yield GpuPanel(id="gpus")
+        yield Footer(compact=True)
+
+    def _new_form(self) -> LaunchForm:
+        return LaunchForm(
+            self.catalogue,
+            profile_ops.values(self.profile),
+            parser=lambda info, text: parse_flag_text(info, text, self.version),
+            id="form",
+        )
+
+    def on_mount(self) -> None:
+        self.sub_title = profile_ops.name(self.profile)
+        self.query_one("#log-filter", Input).display = False
+        self.query_one(RunLog).focus()
+        self._draw_status()
+        self._draw_log_status()
+        self.controller.load_hosts()
+        self._schedule_fit()
+
+    async def on_unmount(self) -> None:
+        await self.backend.close()
+
+    # status lines --------------------------------------------------------------------------------------
+    def _draw_status(self) -> None:
+        host = profile_ops.host(self.profile)
+        state = self.host_states.get(host, "idle")
+        parts = [f"{host} › {profile_ops.target_label(self.profile)}", state]
+        parts.append(f"SGLang {self.version}" if self.version else "SGLang ?")
+        if self.run is not None:
+            parts.append(f"run {self.run.run_id} {self.run_state or self.run.state}")
+        else:
+            parts.append("no run followed: l launches")
+        self.query_one("#status", Static).update(" · ".join(parts))
+        self.query_one("#status", Static).set_class(state in ("lost", "failed"), "-lost")
+
+    def _draw_log_status(self, extra: str = "") -> None:
+        log = self.query_one(RunLog)
+        bits = ["following" if log.following else "paused (f follows)"]
+        if log.filter_text:
+            bits.append(f"filter {log.filter_text!r}")
+        bits.append(f"{log.total_lines:,} lines")
+        if self.run is not None and self.run.log_path:
+            bits.append(self.run.log_path)
+        text = " · ".join(bits)
+        self.query_one("#log-status", Static).update(f"{extra}\n{text}" if extra else text)
+
+    # messages from the workers -------------------------------------------------------------------------
+    def on_hosts_loaded(self, message: m.HostsLoaded) -> None:
+        picker = self.query_one(HostPicker)
+        picker.set_hosts(message.hosts)
+        for problem in message.problems:
+            self.notify(problem, title="hosts", severity="warning", timeout=10)
+        host = profile_ops.host(self.profile)
+        if any(h.name == host for h in message.hosts):
+            self._connect(host)
+        elif host:
+            self.notify(
+                f"the profile's host {host!r} is in neither ~/.ssh/config nor sgtui's hosts.yaml; "
+                "add it there or pick another host (1)",
+                severity="error",
+                timeout=15,
+            )
+
+    def _connect(self, host: str) -> None:
+        if host not in self._connected:
+            self._connected.add(host)
+            self.controller.connect(host)
+
+    def on_host_state_changed(self, message: m.HostStateChanged) -> None:
+        before = self.host_states.get(message.host)
+        self.host_states[message.host] = message.state
+        self.query_one(HostPicker).set_state(message.host, message.state, message.detail)
+        self._draw_status()
+        if message.state == "lost":
+            self.notify(
+                f"connection to {message.host} lost: {message.detail or 'retrying'}; runs keep running there",
+                severity="error",
+                timeout=8,
+            )
+        elif message.state == "connected" and before == "lost":
+            self.notify(f"reconnected to {message.host}", timeout=5)
+        if message.state == "connected" and message.host == profile_ops.host(self.profile):
+            self.controller.detect_version(
+                message.host, profile_ops.container(self.profile), profile_ops.python(self.profile)
+            )
+            self._fetch_model_config()
+            self._list_runs()
+
+    def _list_runs(self) -> None:
+        self.controller.list_runs(profile_ops.host(self.profile), profile_ops.container(self.profile))
+
+    def _fetch_model_config(self) -> None:
+        model = profile_ops.values(self.profile).get("--model-path")
+        if not model or self.fit_inputs.model_config is not None:
+            return
+
+        async def fetch() -> None:
+            try:
+                got = await self.backend.model_config(
+                    profile_ops.host(self.profile), profile_ops.container(self.profile), str(model)
+                )
+            except Exception as exc:
+                self.post_message(m.FitComputed(None, f"cannot read {model}/config.json: {exc}", -1))
+                return
+            if got is not None:
+                self.call_later(self._set_model_config, got)
+
+        self.run_worker(fetch(), group="discover", name="model-config", exit_on_error=False)
+
+    def _set_model_config(self, got: dict[str, Any]) -> None:
+        self.fit_inputs = FitInputs(
+            got.get("config"),
+            got.get("weight_bytes"),
+            self.fit_inputs.gpu_name,
+            self.fit_inputs.gpu_mib,
+            self.fit_inputs.n_gpus,
+            self.version,
+        )
+        self._schedule_fit()
+
+    def on_containers_found(self, message: m.ContainersFound) -> None:
+        self.query_one(HostPicker).set_containers(message.host, message.containers, message.error)
+
+    def on_version_detected(self, message: m.VersionDetected) -> None:
+        if message.host != profile_ops.host(self.profile):
+            return
+        if message.version is None:
+            self.notify(
+                f"could not ask {message.host} › {message.target} for its SGLang version"
+                + (f": {message.detail}" if message.detail else "")
+                + "; the flags shown are for the newest version sgtui knows",
+                severity="warning",
+                timeout=10,
+            )
+            return
+        if message.version != self.version:
+            self.version = message.version
+            self._rebuild_form()
+        self.fit_inputs = FitInputs(**{**self.fit_inputs.__dict__, "version": message.version})
+        self._draw_status()
+        self._schedule_fit()
+
+    async def _rebuild_form_async(self) -> None:
+        values = self.form.values()
+        self.profile = profile_ops.with_values(self.profile, values)
+        self.catalogue = flag_catalogue(self.version)
+        old = self.form
+        await old.remove()
+        await self.query_one("#flags-row", Horizontal).mount(self._new_form(), before="#fit-scroll")
+
+    def _rebuild_form(self) -> None:
+        self.call_later(self._rebuild_form_async)
+
+    def on_gpu_sampled(self, message: m.GpuSampled) -> None:
+        if message.host != profile_ops.host(self.profile):
+            return
+        self.query_one(GpuPanel).show(message.gpus)
+        self.history.add(message.t, message.gpus)
+        usable = [g for g in message.gpus if not g.note and g.total_mib]
+        if usable and self.fit_inputs.gpu_mib is None:
+            self.fit_inputs = FitInputs(
+                **{**self.fit_inputs.__dict__, "gpu_mib": usable[0].total_mib, "gpu_name": usable[0].name}
+            )
+            self._schedule_fit()
+
+    def on_runs_listed(self, message: m.RunsListed) -> None:
+        if message.host != profile_ops.host(self.profile):
+            return
+        self.runs = message.runs
+        if self.run is not None:
+            for r in message.runs:
+                if r.run_id == self.run.run_id and self.run_state in ("", "starting", "running"):
+                    self.run_state = r.state
+        self.query_one(RunsTable).show(message.runs, self.run.run_id if self.run else None)
+        if self.run is None and message.host not in self._reattach_checked:
+            self._reattach_checked.add(message.host)
+            alive = [r for r in message.runs if r.state in ALIVE]
+            if alive:
+                run = alive[-1]
+                self.notify(f"reattached to {run.run_id}, still {run.state} on {run.host}", timeout=8)
+                self._follow(run, fresh=False)
+        self._draw_status()
+
+    def _follow(self, run: RunView, fresh: bool) -> None:
+        self.post_message(m.RunStarted(run, fresh))
+        self.controller.follow(run, self.fit_report)
+
+    def on_run_started(self, message: m.RunStarted) -> None:
+        self.run = message.run
+        self.run_state = message.run.state
+        log = self.query_one(RunLog)
+        log.reset()
+        log.set_following(True)
+        self.query_one(Timeline).show(TimelineView())
+        self.query_one(DiagnosisPanel).show([])
+        self._seen_milestones = set()
+        if message.fresh:
+            self.history.mark(time.monotonic(), "launch")
+            self._list_runs()
+        self.query_one(TabbedContent).active = "log"
+        self.query_one(RunsTable).show(self.runs, message.run.run_id)
+        self._draw_status()
+        self._draw_log_status()
+        self.refresh_bindings()
+
+    def on_log_lines(self, message: m.LogLines) -> None:
+        if self.run is None or message.run_id != self.run.run_id:
+            return
+        log = self.query_one(RunLog)
+        if message.dropped:
+            log.append([f"… {message.dropped:,} lines skipped in a flood (the full log is on the host) …"])
+        log.append(message.lines)
+        self._draw_log_status()
+
+    def on_startup_changed(self, message: m.StartupChanged) -> None:
+        if self.run is None or message.run_id != self.run.run_id:
+            return
+        self.query_one(Timeline).show(message.timeline)
+        now = time.monotonic()
+        for kind in message.milestone_kinds:
+            if kind not in self._seen_milestones:
+                self._seen_milestones.add(kind)
+                self.history.mark(now, kind)
+        if self.run_state not in ("ready", "failed", "stopped"):
+            self.run_state = message.timeline.phase
+        self._draw_status()
+
+    def on_run_outcome(self, message: m.RunOutcome) -> None:
+        if self.run is None or message.run_id != self.run.run_id:
+            return
+        self.run_state = message.outcome
+        self.history.mark(time.monotonic(), message.outcome)
+        if message.outcome == "failed":
+            self.query_one(DiagnosisPanel).show(message.diagnoses)
+            first = self.query_one(DiagnosisPanel).first_suggestion
+            hint = f"; a applies {first.as_flag}, then r restarts" if first else ""
+            title = message.diagnoses[0].title if message.diagnoses else "the server exited"
+            self.notify(f"{self.run.run_id} failed: {title}{hint}", severity="error", timeout=12)
+        elif message.outcome == "ready":
+            self.notify(f"{self.run.run_id} is ready", timeout=8)
+        self._list_runs()
+        self._draw_status()
+        self.refresh_bindings()
+
+    def on_stop_progress(self, message: m.StopProgress) -> None:
+        self._draw_log_status(message.text)
+        if self.run is not None and message.run_id == self.run.run_id and message.done and message.ok:
+            self.run_state = "stopped"
+            self._draw_status()
+        if message.done:
+            self.notify(message.text, severity="information" if message.ok else "error", timeout=8)
+            self._list_runs()
+
+    async def on_fit_computed(self, message: m.FitComputed) -> None:
+        if message.generation not in (self._fit_generation, -1):
+            return
+        if message.report is not None:
+            self.fit_report = message.report
+        self.query_one(FitPanel).show(message.report, message.error)
+        await self.form.set_hints(hints_from_report(message.report))
+
+    def on_service_error(self, message: m.ServiceError) -> None:
+        self.notify(f"{message.what} failed: {message.message}", severity="error", timeout=12)
+
+    # widget events -------------------------------------------------------------------------------------
+    @on(LaunchForm.Edited)
+    def _form_edited(self) -> None:
+        self._schedule_fit()
+
+    @on(LaunchForm.AddFailed)
+    def _add_failed(self, event: LaunchForm.AddFailed) -> None:
+        self.notify(event.message, severity="error", timeout=8)
+
+    def _schedule_fit(self) -> None:
+        if self._fit_timer is not None:
+            self._fit_timer.stop()
+        self._fit_timer = self.set_timer(FIT_DEBOUNCE_S, self._start_fit)
+
+    def _start_fit(self) -> None:
+        self._fit_generation += 1
+        values = self.form.values()
+        inputs = self.fit_inputs
+        self.controller.compute_fit(lambda: compute_fit(values, inputs), self._fit_generation)
+
+    @on(HostPicker.Picked)
+    def _picked(self, event: HostPicker.Picked) -> None:
+        pick = event.pick
+        self._connect(pick.host)
+        if pick.container is None:
+            return
+        self.profile = profile_ops.with_target(self.profile, pick.host, pick.container)
+        self.fit_inputs = FitInputs(n_gpus=self.fit_inputs.n_gpus, version=None)
+        self.version = None
+        self.notify(f"target: {pick.host} › {pick.container.label}", timeout=4)
+        if self.host_states.get(pick.host) == "connected":
+            self.controller.detect_version(pick.host, pick.container, profile_ops.python(self.profile))
+            self._list_runs()
+            self._fetch_model_config()
+        self._draw_status()
+
+    @on(RunsTable.Open)
+    def _open_run(self, event: RunsTable.Open) -> None:
+        self._follow(event.run, fresh=False)
+
+    @on(Input.Changed, "#log-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.query_one(RunLog).set_filter(event.value)
+        self._draw_log_status()
+
+    @on(Input.Submitted, "#log-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.query_one(RunLog).focus()
+
+    # actions -------------------------------------------------------------------------------------------
+    @property
+    def form(self) -> LaunchForm:
+        return self.query_one(LaunchForm)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "apply":
+            return self.query_one(DiagnosisPanel).first_suggestion is not None
+        if action in ("stop",):
+            return True if self.run is not None and self.run_state in ALIVE else None
+        return True
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        focus = {"targets": "#host-tree", "log": "#runlog", "runs": "#runs-table"}.get(tab)
+        if focus:
+            self.query_one(focus).focus()
+
+    def action_leave_input(self) -> None:
+        if isinstance(self.focused, Input) and self.focused.id == "log-filter":
+            self.focused.value = ""
+            self.focused.display = False
+            self.query_one(RunLog).focus()
+        elif isinstance(self.focused, Input):
+            self.screen.focus_next()
+            self.query_one(TabbedContent).focus()
+
+    def _launch_problems(self) -> list[str]:
+        errors = self.form.errors()
+        if errors:
+            return list(errors.values())
+        from sgtui.core.errors import UserError
+        from sgtui.core.flags import FlagError, spec_from_values
+
+        try:
+            spec_from_values(self.form.values(), version=self.version)
+        except FlagError as exc:
+            if exc.flag:
+                self.form.set_field_error(exc.flag, str(exc))
+            return [str(exc)]
+        except UserError as exc:
+            return [str(exc)]
+        return []
+
+    def _profile_to_launch(self) -> Any | None:
+        problems = self._launch_problems()
+        if problems:
+            self.notify(
+                "not launched: " + "; ".join(problems) + " (fix it in the flags tab, 2)",
+                severity="error",
+                timeout=12,
+            )
+            self.query_one(TabbedContent).active = "flags"
+            return None
+        self.profile = profile_ops.with_values(self.profile, self.form.values())
+        return self.profile
+
+    def action_launch(self) -> None:
+        if self.run is not None and self.run_state in ALIVE:
+            self.notify(f"{self.run.run_id} is still {self.run_state}: r restarts it, s stops it", severity="warning")
+            return
+        profile = self._profile_to_launch()
+        if profile is not None:
+            self.notify(f"launching {profile_ops.name(profile)} on {profile_ops.host(profile)}…", timeout=4)
+            self.controller.launch(profile, self.fit_report)
+
+    def action_stop(self) -> None:
+        run = self.run
+        if run is None:
+            self.notify("no run is followed: open one in the runs tab (4)", severity="warning")
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.controller.stop(run)
+
+        self.push_screen(
+            ConfirmScreen(f"Stop {run.run_id}?", f"{run.host} › {run.target}: TERM to its process group, then KILL"),
+            answer,
+        )
+
+    def action_restart(self) -> None:
+        run = self.run
+        if run is None or self.run_state not in ALIVE:
+            if run is not None:
+                self.action_relaunch_after_end()
+                return
+            self.action_launch()
+            return
+        profile = self._profile_to_launch()
+        if profile is None:
+            return
+        predicted = self.fit_report
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.controller.stop(run, then_launch=(profile, predicted))
+
+        self.push_screen(
+            ConfirmScreen(
+                f"Restart {run.run_id}?",
+                "Stops its process group, waits until its GPUs are free, then launches again into a new log.",
+            ),
+            answer,
+        )
+
+    def action_relaunch_after_end(self) -> None:
+        """r on a run that already ended: still wait for its GPUs (a dead run can hold memory a while)."""
+        run = self.run
+        profile = self._profile_to_launch()
+        if run is None or profile is None:
+            return
+        self.controller.stop(run, then_launch=(profile, self.fit_report))
+
+    def action_apply(self) -> None:
+        panel = self.query_one(DiagnosisPanel)
+        suggestion = panel.first_suggestion
+        if suggestion is None:
+            self.notify("no suggestion to apply", severity="warning")
+            return
+        self.call_later(self._apply, suggestion.flag, suggestion.value)
+        panel.consume_first()
+        self.notify(f"applied {suggestion.as_flag}: r restarts with it", timeout=8)
+        self.refresh_bindings()
+
+    async def _apply(self, flag: str, value: Any) -> None:
+        if value is False:
+            value = None
+        await self.form.set_flag(flag, value)
+        self.profile = profile_ops.with_values(self.profile, self.form.values())
+
+    def action_edit(self) -> None:
+        self.query_one(TabbedContent).active = "flags"
+        fields = self.form.query("Input, Checkbox")
+        if fields:
+            fields.first().focus()
+
+    def action_filter(self) -> None:
+        self.query_one(TabbedContent).active = "log"
+        box = self.query_one("#log-filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_follow(self) -> None:
+        log = self.query_one(RunLog)
+        log.set_following(not log.following)
+        self._draw_log_status()
+
+    def action_first_error(self) -> None:
+        self.query_one(TabbedContent).active = "log"
+        if not self.query_one(RunLog).jump_to_first_error():
+            self.notify("no error in the log shown", timeout=4)
+        self._draw_log_status()
+
+    def action_gpus(self) -> None:
+        self.push_screen(GpuDetailScreen(self.history, self.fit_report))
+
+    def action_help(self) -> None:
+        rows = [(b.key_display or b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
+        rows += [("ctrl+p", "command palette: every action by name"), ("ctrl+y", "apply a fit suggestion (flags)")]
+        self.push_screen(HelpScreen(rows))
+
+    def action_profiles(self) -> None:
+        paths = profile_ops.find_profiles(self.profile_dirs)
+
+        def chosen(choice: ProfileChoice | None) -> None:
+            if choice is not None:
+                self.call_later(self._profile_choice, choice)
+
+        self.push_screen(ProfilesScreen(paths, profile_ops.name(self.profile)), chosen)
+
+    async def _profile_choice(self, choice: ProfileChoice) -> None:
+        from sgtui.core.errors import UserError
+
+        self.profile = profile_ops.with_values(self.profile, self.form.values())
+        try:
+            if choice.action == "open" and choice.path is not None:
+                self.profile = profile_ops.load(choice.path)
+                self.profile_path = choice.path
+                self.version = profile_ops.declared_version(self.profile)
+                self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(self.profile), version=self.version)
+                await self._rebuild_form_async()
+                self._connect(profile_ops.host(self.profile))
+                self._fetch_model_config()
+                self.notify(f"opened {choice.path}")
+            elif choice.action == "save":
+                path = profile_ops.save(self.profile, self.profile_path)
+                self.profile_path = path
+                self.notify(f"saved {path}")
+            elif choice.action == "duplicate":
+                self.profile = profile_ops.renamed(self.profile, choice.name)
+                path = profile_ops.save(self.profile, None)
+                self.profile_path = path
+                self.notify(f"saved a copy as {path}")
+        except UserError as exc:
+            self.notify(str(exc), severity="error", timeout=12)
+        self.sub_title = profile_ops.name(self.profile)
+        self._draw_status()
+
+    async def action_quit(self) -> None:
+        message = None
+        if self.run is not None and self.run_state in ALIVE:
+            message = f"sgtui: {self.run.run_id} keeps running on {self.run.host}; `sgtui` reattaches to it"
+        self.exit(message=message)

@@ -1,0 +1,53 @@
+"""What the UI needs from the hosts, as one small async interface.
+
+`RemoteBackend` (sgtui.ui.remote_backend) implements it over sgtui.remote; tests implement it with fakes.
+The controller is the only caller, from workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
+
+
+class Backend(Protocol):
+    def hosts(self) -> tuple[list[HostView], list[str]]:
+        """The known hosts, and problems found reading the config files (shown, not fatal)."""
+        ...
+
+    def connection_states(self, host: str) -> AsyncIterator[tuple[str, str]]:
+        """Connect and keep connected; yields (state, detail) on every change, forever."""
+        ...
+
+    async def containers(self, host: str) -> list[ContainerView]: ...
+
+    async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None: ...
+
+    async def model_config(self, host: str, target: ContainerView | None, model_path: str) -> dict[str, Any] | None:
+        """The model's config.json (for the fit), or None when it cannot be read there."""
+        ...
+
+    def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]: ...
+
+    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
+        """The runs recorded on the target, oldest first, each with its current state."""
+        ...
+
+    async def launch(self, profile: Any) -> RunView: ...
+
+    def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
+        """Complete log lines from byte `offset`; yields (offset after them, lines). Ends once the run has
+        ended and its log is read to the end."""
+        ...
+
+    async def run_state(self, run: RunView) -> str: ...
+
+    async def stop(self, run: RunView) -> None: ...
+
+    def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
+        """Yields progress lines while the run's GPUs still hold memory; raises TimeoutError on timeout."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,60 @@
+"""Build the fit panel's report from the form: form values + model config + GPU size -> FitReport dict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sgtui.core.errors import UserError
+
+
+@dataclass(frozen=True)
+class FitInputs:
+    """Everything the fit needs besides the flags; gathered from the host as it becomes known."""
+
+    model_config: dict[str, Any] | None = None
+    weight_bytes: int | None = None
+    gpu_name: str = ""
+    gpu_mib: int | None = None
+    n_gpus: int | None = None
+    version: str | None = None
+    free_gib: float | None = None
+
+
+def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
+    """Returns the `sgtui fit --json` dict, with each warning's flag and suggested value."""
+    from sgtui.core.fit import fit
+    from sgtui.core.flags import spec_from_values
+    from sgtui.core.gpus import GpuSpec
+    from sgtui.core.model import model_facts_from_config
+
+    if inputs.model_config is None:
+        raise UserError("the model's config.json is not known yet (set --model-path to a folder on the target)")
+    if inputs.gpu_mib is None:
+        raise UserError("the GPU size is not known yet (waiting for the first GPU sample)")
+    version = inputs.version or "0.5.11"
+    spec = spec_from_values(values, version=version)
+    facts = model_facts_from_config(inputs.model_config, weight_bytes=inputs.weight_bytes)
+    gpu = GpuSpec(inputs.gpu_name or "GPU", inputs.gpu_mib)
+    report = fit(spec, facts, gpu, n_gpus=inputs.n_gpus, version=version, free_gib=inputs.free_gib)
+    out = report.to_json()
+    out["warnings"] = [
+        {
+            "code": w.code,
+            "message": w.message,
+            "flag": getattr(w, "flag", None),
+            "suggested_value": getattr(w, "suggested_value", None),
+        }
+        for w in report.warnings
+    ]
+    return out
+
+
+def hints_from_report(report: dict[str, Any] | None) -> dict[str, tuple[str, Any]]:
+    """flag -> (warning, suggested value): what the form shows under each field."""
+    hints: dict[str, tuple[str, Any]] = {}
+    for w in (report or {}).get("warnings") or []:
+        flag = w.get("flag")
+        if flag and flag not in hints:
+            hints[flag] = (str(w.get("message", "")), w.get("suggested_value"))
+    return hints

@@ -1,0 +1,281 @@
+"""The Backend over sgtui.remote: one ConnectionPool, RunManagers per target, nvidia-smi samplers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shlex
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sgtui.core.errors import UserError
+from sgtui.core.nvsmi import GpuProcess, GpuReading
+from sgtui.remote.connection import ConnectionEvent, ConnectionPool, ConnState, RemoteError, Transport
+from sgtui.remote.gpu import GpuSampler
+from sgtui.remote.hosts import HostConfig, load_hosts
+from sgtui.remote.runs import DEFAULT_RUNS_DIR, RunManager, RunRecord, RunState, RunStatus
+from sgtui.remote.targets import Target, discover, sglang_version
+from sgtui.ui.views import ContainerView, GpuProcessView, GpuView, HostView, RunView
+
+STATE_NAMES = {
+    ConnState.CONNECTING: "connecting",
+    ConnState.UP: "connected",
+    ConnState.LOST: "lost",
+    ConnState.RETRYING: "lost",
+    ConnState.AUTH_FAILED: "failed",
+    ConnState.UNREACHABLE: "failed",
+    ConnState.HOST_KEY_UNKNOWN: "failed",
+    ConnState.HOST_KEY_CHANGED: "failed",
+    ConnState.CLOSED: "idle",
+}
+PROCESS_REFRESH_S = 2.0
+STATUS_POLL_S = 1.0
+MAX_LISTED_RUNS = 20
+
+
+def to_target(container: ContainerView | None) -> Target:
+    if container is None or container.kind == "host":
+        return Target()
+    return Target(container.kind, container.id)  # type: ignore[arg-type]
+
+
+def container_of(target: Target) -> ContainerView | None:
+    return None if target.kind == "host" else ContainerView(target.kind, str(target.id))
+
+
+def run_state_name(status: RunStatus) -> str:
+    if status.state is RunState.RUNNING:
+        return "running"
+    if status.state is RunState.EXITED:
+        return "exited" if status.rc == 0 else "failed"
+    return "stopped"
+
+
+def run_view(record: RunRecord, state: str, profile: str = "") -> RunView:
+    started = time.strftime("%m-%d %H:%M", time.localtime(record.started_at)) if record.started_at else ""
+    return RunView(
+        run_id=record.id,
+        host=record.host,
+        target=record.target.label,
+        profile=profile or _profile_from_argv(record.argv),
+        state=state,
+        log_path=record.log_path,
+        started=started or record.id[:15],
+        pgid=record.pgid,
+        gpus=tuple(record.gpus),
+        raw=record,
+    )
+
+
+def _profile_from_argv(argv: list[str]) -> str:
+    for flag in ("--served-model-name", "--model-path"):
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            return argv[argv.index(flag) + 1].rsplit("/", 1)[-1]
+    return ""
+
+
+def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuView]:
+    out: list[GpuView] = []
+    for r in readings:
+        used, total, util = r.memory_used_mib.value, r.memory_total_mib.value, r.utilization_pct.value
+        note = "" if used is not None and total else (r.memory_used_mib.reason or r.state.value)
+        mine = tuple(
+            GpuProcessView(p.pid, p.name.rsplit("/", 1)[-1], int(p.used_mib.value or 0), p.container or "")
+            for p in procs
+            if p.gpu_index == r.index
+        )
+        out.append(
+            GpuView(r.index, r.name, int(used or 0), int(total or 0), int(util) if util is not None else None, mine, note)
+        )
+    return out
+
+
+class RemoteBackend:
+    def __init__(
+        self,
+        hosts: dict[str, HostConfig] | None = None,
+        *,
+        runs_dir: str = DEFAULT_RUNS_DIR,
+        gpu_interval_ms: int = 500,
+        stop_grace_s: float = 10.0,
+        **conn_options: Any,
+    ) -> None:
+        self._problems: list[str] = []
+        if hosts is None:
+            try:
+                hosts = load_hosts()
+            except UserError as exc:
+                self._problems.append(str(exc))
+                hosts = {}
+        self.pool = ConnectionPool(hosts, **conn_options)
+        self.runs_dir = runs_dir
+        self.gpu_interval_ms = gpu_interval_ms
+        self.stop_grace_s = stop_grace_s
+
+    def _conn(self, host: str) -> Transport:
+        return self.pool.get(host)
+
+    def _manager(self, host: str, target: Target) -> RunManager:
+        return RunManager(self._conn(host), target, self.runs_dir)
+
+    def hosts(self) -> tuple[list[HostView], list[str]]:
+        views = [HostView(name, cfg.hostname, cfg.source) for name, cfg in self.pool.hosts.items()]
+        return views, list(self._problems)
+
+    async def connection_states(self, host: str) -> AsyncIterator[tuple[str, str]]:
+        conn = self._conn(host)
+        queue: asyncio.Queue[ConnectionEvent] = asyncio.Queue()
+        unsubscribe = conn.subscribe(queue)
+        try:
+            while True:
+                yield ("connecting", "")
+                try:
+                    await conn.connect()
+                except (RemoteError, OSError) as exc:
+                    yield ("failed", str(exc))
+                    await asyncio.sleep(10.0)
+                    continue
+                yield ("connected", "")
+                break
+            while True:
+                event = await queue.get()
+                detail = event.message
+                if event.retry_in is not None:
+                    detail = f"{detail} (retry in {event.retry_in:.0f} s)".strip()
+                yield (STATE_NAMES.get(event.state, event.state.value), detail)
+        finally:
+            unsubscribe()
+
+    async def containers(self, host: str) -> list[ContainerView]:
+        found = await discover(self._conn(host))
+        views = [ContainerView("host", "", host, "", ())]
+        for c in found:
+            views.append(ContainerView(c.target.kind, str(c.target.id), c.name, c.status, c.gpus))
+        return views
+
+    async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None:
+        return await sglang_version(self._conn(host), to_target(target), python)
+
+    async def model_config(self, host: str, target: ContainerView | None, model_path: str) -> dict[str, Any] | None:
+        folder = shlex.quote(model_path.rstrip("/"))
+        script = (
+            f"cat {folder}/config.json || exit 3\necho; echo @@index\n"
+            f"cat {folder}/model.safetensors.index.json 2>/dev/null\necho\necho @@end\n"
+        )
+        result = await self._conn(host).run(to_target(target).script(script), timeout=30)
+        if "@@end" not in result.stdout:
+            raise RemoteError(f"{model_path}/config.json is not readable there: {result.stderr.strip()[-200:]}")
+        config_text, _, rest = result.stdout.partition("@@index")
+        index_text = rest.partition("@@end")[0].strip()
+        config = json.loads(config_text)
+        weight_bytes = None
+        if index_text:
+            with contextlib.suppress(ValueError, AttributeError):
+                weight_bytes = int(json.loads(index_text)["metadata"]["total_size"])
+        return {"config": config, "weight_bytes": weight_bytes}
+
+    async def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]:
+        sampler = GpuSampler(self._conn(host), self.gpu_interval_ms)
+        procs: list[GpuProcess] = []
+        last_procs = 0.0
+        refresh: asyncio.Task[list[GpuProcess]] | None = None
+        try:
+            async for snap in sampler.stream():
+                if refresh is not None and refresh.done():
+                    if not refresh.cancelled() and refresh.exception() is None:
+                        procs = refresh.result()
+                    refresh = None
+                now = time.monotonic()
+                if refresh is None and now - last_procs >= PROCESS_REFRESH_S:
+                    refresh = asyncio.create_task(sampler.processes())
+                    last_procs = now
+                if snap.problem is not None:
+                    yield [GpuView(-1, "", 0, 0, None, (), f"{snap.problem.state.value}: {snap.problem.detail}")]
+                    continue
+                yield gpu_views(snap.gpus, procs)
+        finally:
+            if refresh is not None:
+                refresh.cancel()
+
+    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
+        manager = self._manager(host, to_target(target))
+        records = (await manager.list_runs())[-MAX_LISTED_RUNS:]
+        statuses = await asyncio.gather(*(manager.status(r) for r in records), return_exceptions=True)
+        return [
+            run_view(r, "unknown" if isinstance(s, BaseException) else run_state_name(s))
+            for r, s in zip(records, statuses, strict=True)
+        ]
+
+    async def launch(self, profile: Any) -> RunView:
+        from sgtui.core.profiles import dump_profile
+
+        target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
+        argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
+        record = await self._manager(profile.host, target).launch(
+            argv, profile.env, profile_yaml=dump_profile(profile), gpus=profile.gpus or []
+        )
+        return run_view(record, "starting", profile.name)
+
+    async def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
+        """Follows until the run is gone and one more status poll found nothing new in the log."""
+        record: RunRecord = run.raw
+        manager = self._manager(run.host, record.target)
+        chunks: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
+
+        async def pump() -> None:
+            async for chunk in manager.tail(record, offset):
+                await chunks.put(chunk)
+
+        task = asyncio.create_task(pump())
+        ended_polls = 0
+        try:
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(chunks.get(), STATUS_POLL_S)
+                except TimeoutError:
+                    if task.done():
+                        task.result()  # re-raise why the follow stopped
+                    status = await manager.status(record)
+                    ended_polls = ended_polls + 1 if status.state is not RunState.RUNNING else 0
+                    if ended_polls >= 2:
+                        return
+                    continue
+                ended_polls = 0
+                yield chunk.end, chunk.lines
+        finally:
+            task.cancel()
+
+    async def run_state(self, run: RunView) -> str:
+        record: RunRecord = run.raw
+        return run_state_name(await self._manager(run.host, record.target).status(record))
+
+    async def stop(self, run: RunView) -> None:
+        record: RunRecord = run.raw
+        result = await self._manager(run.host, record.target).stop(record, self.stop_grace_s)
+        if result.result == "survivors":
+            raise RemoteError(f"{result.members} processes of {run.run_id} survived KILL; see the GPU holders")
+
+    async def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
+        from sgtui.remote.runs import GpusBusyError
+
+        record: RunRecord = run.raw
+        manager = self._manager(run.host, record.target)
+        sampler = GpuSampler(self._conn(run.host))
+        which = ", ".join(map(str, record.gpus)) or "all"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await manager.wait_gpus_free(record, None, min(2.0, max(0.0, deadline - time.monotonic())), sampler)
+                return
+            except GpusBusyError as exc:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(str(exc)) from None
+                holders = ", ".join(
+                    f"{p.name.rsplit('/', 1)[-1]}[{p.pid}] {p.used_mib.value or 0:.0f} MiB" for p in exc.holders
+                )
+                yield f"waiting for GPUs {which} to be free: {holders or 'memory still in use'}"
+
+    async def close(self) -> None:
+        await self.pool.close()

@@ -1,0 +1,227 @@
+"""The controller between the app and the hosts: it runs workers in named groups and posts Messages.
+
+Workers never touch widgets. Groups: "connect" (one per host), "gpu", "discover", "tail" (the followed
+run; exclusive), "launch", "stop", "fit" (exclusive, thread), "runs".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from textual.app import App
+from textual.message import Message
+from textual.worker import Worker
+
+from sgtui.ui import messages as m
+from sgtui.ui.backend import Backend
+from sgtui.ui.logtext import clean_line
+from sgtui.ui.startup import StartupTracker
+from sgtui.ui.views import ContainerView, RunView
+
+FLUSH_S = 0.05
+RECONNECT_S = (1.0, 2.0, 5.0, 10.0)
+
+
+@dataclass
+class Coalescer:
+    """Batches lines so a flood becomes a few messages; beyond `cap` pending lines the oldest are dropped."""
+
+    cap: int
+    pending: list[str] = field(default_factory=list)
+    dropped: int = 0
+    last_flush: float = 0.0
+
+    def add(self, lines: list[str]) -> None:
+        self.pending.extend(lines)
+        if len(self.pending) > self.cap:
+            extra = len(self.pending) - self.cap
+            del self.pending[:extra]
+            self.dropped += extra
+
+    def due(self, now: float) -> bool:
+        return bool(self.pending) and now - self.last_flush >= FLUSH_S
+
+    def take(self, now: float) -> tuple[list[str], int]:
+        lines, dropped = self.pending, self.dropped
+        self.pending, self.dropped, self.last_flush = [], 0, now
+        return lines, dropped
+
+
+class Controller:
+    def __init__(self, app: App[Any], backend: Backend, max_lines: int = 20_000) -> None:
+        self.app = app
+        self.backend = backend
+        self.max_lines = max_lines
+        self.followed: RunView | None = None
+
+    def post(self, message: Message) -> None:
+        self.app.post_message(message)
+
+    def _worker(self, coro: Any, group: str, name: str, exclusive: bool = False) -> Worker[Any]:
+        return self.app.run_worker(coro, group=group, name=name, exclusive=exclusive, exit_on_error=False)
+
+    # hosts ---------------------------------------------------------------------------------------------
+    def load_hosts(self) -> None:
+        hosts, problems = self.backend.hosts()
+        self.post(m.HostsLoaded(hosts, problems))
+
+    def connect(self, host: str) -> None:
+        self._worker(self._connect(host), "connect", f"connect:{host}")
+
+    async def _connect(self, host: str) -> None:
+        first = True
+        async for state, detail in self.backend.connection_states(host):
+            self.post(m.HostStateChanged(host, state, detail))
+            if state == "connected":
+                self.discover(host)
+                if first:
+                    self._worker(self._gpus(host), "gpu", f"gpu:{host}")
+                    first = False
+
+    def discover(self, host: str) -> None:
+        self._worker(self._discover(host), "discover", f"discover:{host}")
+
+    async def _discover(self, host: str) -> None:
+        try:
+            found = await self.backend.containers(host)
+        except Exception as exc:
+            self.post(m.ContainersFound(host, [], f"discovery failed: {exc}"))
+            return
+        self.post(m.ContainersFound(host, found))
+
+    def detect_version(self, host: str, target: ContainerView | None, python: str) -> None:
+        self._worker(self._version(host, target, python), "discover", f"version:{host}", exclusive=False)
+
+    async def _version(self, host: str, target: ContainerView | None, python: str) -> None:
+        label = target.label if target else "bare host"
+        try:
+            version = await self.backend.sglang_version(host, target, python)
+        except Exception as exc:
+            self.post(m.VersionDetected(host, label, None, str(exc)))
+            return
+        self.post(m.VersionDetected(host, label, version))
+
+    async def _gpus(self, host: str) -> None:
+        """Samples until the app exits; a lost connection pauses it and it resumes on its own."""
+        delays = iter(RECONNECT_S)
+        while True:
+            try:
+                async for gpus in self.backend.gpu_samples(host):
+                    delays = iter(RECONNECT_S)
+                    self.post(m.GpuSampled(host, gpus, time.monotonic()))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                pass
+            await asyncio.sleep(next(delays, RECONNECT_S[-1]))
+
+    def list_runs(self, host: str, target: ContainerView | None) -> None:
+        self._worker(self._runs(host, target), "runs", f"runs:{host}", exclusive=False)
+
+    async def _runs(self, host: str, target: ContainerView | None) -> None:
+        try:
+            runs = await self.backend.runs(host, target)
+        except Exception as exc:
+            self.post(m.ServiceError("list runs", str(exc)))
+            return
+        self.post(m.RunsListed(host, runs))
+
+    # runs ----------------------------------------------------------------------------------------------
+    def launch(self, profile: Any, predicted: dict[str, Any] | None) -> None:
+        self._worker(self._launch(profile, predicted), "launch", "launch")
+
+    async def _launch(self, profile: Any, predicted: dict[str, Any] | None) -> None:
+        try:
+            run = await self.backend.launch(profile)
+        except Exception as exc:
+            self.post(m.ServiceError("launch", str(exc)))
+            return
+        self.post(m.RunStarted(run, fresh=True))
+        self.follow(run, predicted)
+
+    def follow(self, run: RunView, predicted: dict[str, Any] | None) -> None:
+        """Tail `run` from its start into the log view; replaces whatever was followed before."""
+        self.followed = run
+        self._worker(self._tail(run, predicted), "tail", f"tail:{run.run_id}", exclusive=True)
+
+    async def _tail(self, run: RunView, predicted: dict[str, Any] | None) -> None:
+        tracker = StartupTracker(predicted, start=time.monotonic())
+        batch = Coalescer(cap=self.max_lines)
+        offset = 0
+        reported = "starting"
+        delays = iter(RECONNECT_S)
+
+        def flush(force: bool = False) -> None:
+            now = time.monotonic()
+            if batch.pending and (force or batch.due(now)):
+                lines, dropped = batch.take(now)
+                self.post(m.LogLines(run.run_id, lines, offset, dropped))
+
+        def track(lines: list[str]) -> None:
+            nonlocal reported
+            if tracker.feed(lines):
+                self.post(m.StartupChanged(run.run_id, tracker.timeline(), tracker.milestone_kinds()))
+            if tracker.outcome != reported and tracker.outcome in ("ready", "failed"):
+                reported = tracker.outcome
+                flush(force=True)
+                self.post(m.RunOutcome(run.run_id, reported, tracker.diagnoses()))
+
+        while True:
+            try:
+                async for offset, raw in self.backend.tail(run, offset):
+                    delays = iter(RECONNECT_S)
+                    lines = [clean_line(line) for line in raw]
+                    batch.add(lines)
+                    track(lines)
+                    flush()
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                flush(force=True)
+                await asyncio.sleep(next(delays, RECONNECT_S[-1]))
+        flush(force=True)
+        if reported == "starting":
+            state = await self._state_or(run, "exited")
+            self.post(m.RunOutcome(run.run_id, state, tracker.diagnoses() if state == "failed" else []))
+
+    async def _state_or(self, run: RunView, default: str) -> str:
+        try:
+            return await self.backend.run_state(run)
+        except Exception:
+            return default
+
+    def stop(self, run: RunView, then_launch: tuple[Any, dict[str, Any] | None] | None = None) -> None:
+        self._worker(self._stop(run, then_launch), "stop", f"stop:{run.run_id}", exclusive=True)
+
+    async def _stop(self, run: RunView, then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
+        self.post(m.StopProgress(run.run_id, f"stopping {run.run_id} (TERM, then KILL after the grace period)"))
+        try:
+            await self.backend.stop(run)
+            async for line in self.backend.wait_gpus_free(run, timeout=120.0):
+                self.post(m.StopProgress(run.run_id, line))
+        except TimeoutError:
+            self.post(m.StopProgress(run.run_id, "the GPUs were not freed in time: see the holders", True, False))
+            return
+        except Exception as exc:
+            self.post(m.StopProgress(run.run_id, f"stop failed: {exc}", True, False))
+            return
+        self.post(m.StopProgress(run.run_id, f"{run.run_id} stopped; its GPUs are free", True, True))
+        if then_launch is not None:
+            await self._launch(*then_launch)
+
+    # fit -----------------------------------------------------------------------------------------------
+    def compute_fit(self, compute: Callable[[], dict[str, Any]], generation: int) -> None:
+        def work() -> None:
+            try:
+                report = compute()
+            except Exception as exc:
+                self.post(m.FitComputed(None, str(exc), generation))  # post_message is thread-safe
+                return
+            self.post(m.FitComputed(report, "", generation))
+
+        self.app.run_worker(work, group="fit", name="fit", thread=True, exclusive=True, exit_on_error=False)

@@ -1,0 +1,125 @@
+"""The plain data the widgets draw.
+
+The lower layers have their own richer types; the UI converts them into these small frozen records at the
+service boundary so that widgets, snapshot tests and the fakes in the tests share one vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class HostView:
+    """A host the user can pick, with the live state of its SSH connection."""
+
+    name: str
+    address: str = ""
+    source: str = ""  # "ssh config", "hosts.yaml", "sim"
+    state: str = "idle"  # idle | connecting | connected | lost | failed
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    """A place on a host where SGLang can run: the host itself, a Proxmox LXC or a Docker container."""
+
+    kind: str  # host | pct | docker
+    id: str
+    name: str = ""
+    status: str = ""
+    gpus: tuple[int, ...] = ()
+
+    @property
+    def label(self) -> str:
+        if self.kind == "host":
+            return "bare host"
+        prefix = "lxc" if self.kind == "pct" else "docker"
+        return f"{prefix} {self.id}" + (f" {self.name}" if self.name and self.name != self.id else "")
+
+
+@dataclass(frozen=True)
+class GpuProcessView:
+    pid: int
+    name: str
+    used_mib: int
+    container: str = ""
+
+
+@dataclass(frozen=True)
+class GpuView:
+    """One GPU at one instant."""
+
+    index: int
+    name: str
+    used_mib: int
+    total_mib: int
+    util_pct: int | None = None
+    processes: tuple[GpuProcessView, ...] = ()
+    note: str = ""  # e.g. "no driver", "[N/A]"
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A launch on a target: its id, its own log, and what we last knew of it."""
+
+    run_id: str
+    host: str
+    target: str
+    profile: str
+    state: str  # starting | running | ready | failed | stopped | exited | unknown
+    log_path: str = ""
+    started: str = ""
+    pgid: int | None = None
+    gpus: tuple[int, ...] = ()
+    raw: Any = field(default=None, compare=False, repr=False)  # the lower layer's record, passed back
+
+
+@dataclass(frozen=True)
+class Milestone:
+    kind: str
+    label: str
+    elapsed_s: float | None
+    done: bool
+
+
+@dataclass(frozen=True)
+class TimelineView:
+    """The startup of one run as the timeline widget shows it."""
+
+    phase: str = "waiting"
+    elapsed_s: float | None = None
+    progress_pct: int | None = None
+    milestones: tuple[Milestone, ...] = ()
+    facts: tuple[tuple[str, str], ...] = ()  # label -> formatted value, in display order
+    comparisons: tuple[tuple[str, str, str], ...] = ()  # label, predicted, actual
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SuggestionView:
+    """A change the diagnosis proposes; only a launch flag with a concrete value can be applied by a key."""
+
+    flag: str | None
+    value: Any
+    why: str = ""
+
+    @property
+    def applicable(self) -> bool:
+        return bool(self.flag) and str(self.flag).startswith("--") and self.value is not None
+
+    @property
+    def as_flag(self) -> str:
+        if not self.flag:
+            return "action"
+        if self.value is None:
+            return self.flag
+        return f"{self.flag} {self.value}"
+
+
+@dataclass(frozen=True)
+class DiagnosisView:
+    title: str
+    detail: str
+    suggestions: tuple[SuggestionView, ...] = ()

@@ -1,0 +1,63 @@
+"""Why the run failed, and the concrete change to make; `a` applies the first suggestion."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from sgtui.ui.views import DiagnosisView, SuggestionView
+
+
+def diagnosis_text(diagnoses: list[DiagnosisView]) -> Text:
+    text = Text()
+    first = True
+    for d in diagnoses:
+        text.append("\n" if text else "")
+        text.append("✗ " + d.title, style="bold red")
+        if d.detail:
+            text.append("\n" + d.detail)
+        for s in d.suggestions:
+            text.append("\n→ ", style="cyan")
+            if s.flag:
+                text.append(s.as_flag, style="bold cyan" if s.applicable else "cyan")
+            if first and s.applicable:
+                text.append("  [a] apply", style="bold reverse cyan")
+                first = False
+            if s.why:
+                text.append(f"  {s.why}" if s.flag else s.why, style="dim")
+    return text
+
+
+class DiagnosisPanel(Static):
+    DEFAULT_CSS = """
+    DiagnosisPanel { height: auto; margin-top: 1; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("", **kwargs)  # type: ignore[arg-type]
+        self.diagnoses: list[DiagnosisView] = []
+        self.display = False
+
+    def show(self, diagnoses: list[DiagnosisView]) -> None:
+        self.diagnoses = diagnoses
+        self.display = bool(diagnoses)
+        self.update(diagnosis_text(diagnoses))
+
+    @property
+    def first_suggestion(self) -> SuggestionView | None:
+        for d in self.diagnoses:
+            for s in d.suggestions:
+                if s.applicable:
+                    return s
+        return None
+
+    def consume_first(self) -> None:
+        """Mark the first suggestion as applied so `a` moves on to the next one."""
+        first = self.first_suggestion
+        out: list[DiagnosisView] = []
+        for d in self.diagnoses:
+            kept = tuple(s for s in d.suggestions if s is not first)
+            out.append(DiagnosisView(d.title, d.detail, kept))
+            if len(kept) != len(d.suggestions):
+                first = None
+        self.show(out)

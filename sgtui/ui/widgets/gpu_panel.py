@@ -1,0 +1,100 @@
+"""Per-GPU memory: a fixed-scale sparkline, used/total, utilisation, and who holds the memory."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+
+from sgtui.ui.views import GpuView
+from sgtui.ui.widgets.gpu_sparkline import FixedSparkline, level_style
+
+
+def gib(mib: float) -> str:
+    return f"{mib / 1024:.1f}"
+
+
+def usage_text(gpu: GpuView) -> Text:
+    if gpu.note:
+        return Text(gpu.note, style="dim")
+    frac = gpu.used_mib / gpu.total_mib if gpu.total_mib else 0.0
+    text = Text()
+    text.append(f"{gib(gpu.used_mib):>5}", style=level_style(frac))
+    text.append(f"/{gib(gpu.total_mib)} GiB")
+    if gpu.util_pct is not None:
+        text.append(f" {gpu.util_pct:>3}%", style="dim")
+    return text
+
+
+def holders_text(gpus: list[GpuView]) -> Text:
+    """One line naming each process holding memory: the thing to look at when a card is not freed."""
+    parts: list[str] = []
+    for gpu in gpus:
+        for proc in gpu.processes:
+            where = f"@{proc.container}" if proc.container else ""
+            parts.append(f"{gpu.index}:{proc.name}[{proc.pid}]{where} {gib(proc.used_mib)}G")
+    if not parts:
+        return Text("no processes hold GPU memory", style="dim")
+    return Text("holders: " + ", ".join(parts), overflow="ellipsis", no_wrap=True)
+
+
+class GpuRow(Horizontal):
+    DEFAULT_CSS = """
+    GpuRow { height: 1; }
+    GpuRow > .gpu-label { width: 12; }
+    GpuRow > .gpu-usage { width: 21; padding-left: 1; }
+    """
+
+    def __init__(self, gpu: GpuView) -> None:
+        super().__init__(id=f"gpu-row-{gpu.index}")
+        self.gpu = gpu
+        self.spark = FixedSparkline(gpu.total_mib, id=f"gpu-spark-{gpu.index}")
+        self.usage = Static(usage_text(gpu), classes="gpu-usage")
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"GPU{self.gpu.index} {short_name(self.gpu.name)}", classes="gpu-label")
+        yield self.spark
+        yield self.usage
+
+    def update_gpu(self, gpu: GpuView) -> None:
+        self.gpu = gpu
+        self.spark.push(gpu.used_mib, gpu.total_mib)
+        self.usage.update(usage_text(gpu))
+
+
+def short_name(name: str) -> str:
+    for prefix in ("NVIDIA ", "GeForce "):
+        name = name.removeprefix(prefix)
+    return name.replace("RTX ", "")[:7]
+
+
+class GpuPanel(Vertical):
+    """Rows appear when the first sample arrives; the shape follows the host's GPU count."""
+
+    DEFAULT_CSS = """
+    GpuPanel { height: auto; max-height: 10; }
+    GpuPanel > #gpu-holders { height: 1; }
+    GpuPanel > #gpu-empty { height: 1; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._rows: dict[int, GpuRow] = {}
+        self.latest: list[GpuView] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("no GPU samples yet: pick a host", style="dim"), id="gpu-empty")
+        yield Static("", id="gpu-holders")
+
+    def show(self, gpus: list[GpuView]) -> None:
+        self.latest = gpus
+        if sorted(self._rows) != sorted(g.index for g in gpus):
+            for row in self._rows.values():
+                row.remove()
+            self._rows = {g.index: GpuRow(g) for g in gpus}
+            self.mount_all(self._rows.values(), before="#gpu-holders")
+        self.query_one("#gpu-empty", Static).display = not gpus
+        for gpu in gpus:
+            self._rows[gpu.index].update_gpu(gpu)
+        self.query_one("#gpu-holders", Static).update(holders_text(gpus) if gpus else "")

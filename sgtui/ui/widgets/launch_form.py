@@ -1,0 +1,330 @@
+"""The launch-flag form: the profile's flags in groups, typed inputs, per-field errors and fit hints.
+
+Values leave the form typed (int, float, bool, list, dict) in SGLang's `--config` mapping shape, keyed by
+the canonical dashed flag name, so the profile can be saved and handed to SGLang unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.suggester import SuggestFromList
+from textual.widgets import Checkbox, Input, Label, Static
+
+GROUPS = (
+    "model",
+    "memory",
+    "parallelism",
+    "speculative decoding",
+    "hybrid/Mamba",
+    "scheduling",
+    "server",
+    "other",
+)
+
+
+@dataclass(frozen=True)
+class FlagInfo:
+    """What the form needs to know about one SGLang flag (for the target's version)."""
+
+    name: str
+    group: str = "other"
+    kind: str = "str"  # str | int | float | bool | json | human_int | bool_optional
+    choices: tuple[str, ...] | None = None
+    help: str = ""
+    multi: bool = False  # takes several values (nargs)
+    known: bool = True  # does the target's SGLang version know it
+
+
+def field_id(flag: str) -> str:
+    return "flag-" + flag.lstrip("-").replace("_", "-")
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return " ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"))
+    return "" if value is None else str(value)
+
+
+def _one(info: FlagInfo, text: str) -> Any:
+    if info.kind in ("int", "human_int"):
+        try:
+            return int(text.replace("_", ""))
+        except ValueError:
+            raise ValueError(f"expected a whole number, got {text!r}") from None
+    if info.kind == "float":
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"expected a number such as 0.85, got {text!r}") from None
+    if info.choices and text not in info.choices:
+        raise ValueError(f"{text!r} is not one of: {', '.join(info.choices)}")
+    return text
+
+
+def parse_value(info: FlagInfo, text: str) -> Any:
+    """The typed value for the field's text; empty means "not set". Raises ValueError with a clear reason."""
+    text = text.strip()
+    if not text:
+        return None
+    if info.kind == "json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if info.kind == "bool_optional":
+        low = text.lower()
+        if low in ("true", "yes", "on", "1"):
+            return True
+        if low in ("false", "no", "off", "0"):
+            return False
+        raise ValueError(f"expected true or false, got {text!r}")
+    if info.multi:
+        return [_one(info, part) for part in text.split()]
+    return _one(info, text)
+
+
+Parser = Callable[[FlagInfo, str], Any]
+
+
+class FlagField(Vertical):
+    """One flag: its input, then its error or the fit's warning with the suggested value."""
+
+    BINDINGS = [Binding("ctrl+y", "apply_hint", "apply suggestion", id="apply-hint")]
+
+    DEFAULT_CSS = """
+    FlagField { height: auto; }
+    FlagField > Horizontal { height: 1; }
+    FlagField .flag-name { width: 33; color: $text-muted; }
+    FlagField Input { width: 1fr; }
+    FlagField.-invalid Input { color: $error; text-style: bold; }
+    FlagField > .flag-note { height: auto; padding-left: 2; }
+    """
+
+    def __init__(self, info: FlagInfo, value: Any, parser: Parser | None = None) -> None:
+        super().__init__(id=field_id(info.name), classes="flag-field")
+        self.info = info
+        self.parser: Parser = parser or parse_value
+        self.hint: tuple[str, Any] | None = None
+        self.error = ""
+        if info.kind == "bool":
+            self.control: Input | Checkbox = Checkbox(info.name, bool(value), compact=True)
+        else:
+            self.control = Input(
+                format_value(value),
+                placeholder="(SGLang's default)",
+                compact=True,
+                suggester=SuggestFromList(list(info.choices), case_sensitive=True) if info.choices else None,
+                tooltip=info.help or None,
+            )
+        self.note = Static("", classes="flag-note")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            if isinstance(self.control, Input):
+                yield Label(self.info.name, classes="flag-name")
+            yield self.control
+        yield self.note
+
+    def on_mount(self) -> None:
+        self._validate()
+        self._draw_note()
+
+    @property
+    def value(self) -> Any:
+        if isinstance(self.control, Checkbox):
+            return True if self.control.value else None
+        try:
+            return self.parser(self.info, self.control.value)
+        except ValueError:
+            return None
+
+    def set_value(self, value: Any) -> None:
+        if isinstance(self.control, Checkbox):
+            self.control.value = value is True or str(value).lower() in ("true", "1", "yes", "on")
+        else:
+            self.control.value = format_value(value)
+        self._validate()
+        self._draw_note()
+
+    def set_hint(self, hint: tuple[str, Any] | None) -> None:
+        self.hint = hint
+        self._draw_note()
+
+    def set_error(self, message: str) -> None:
+        self.error = message
+        self.set_class(bool(message), "-invalid")
+        self._draw_note()
+
+    def _validate(self) -> None:
+        if isinstance(self.control, Checkbox):
+            self.set_error("")
+            return
+        try:
+            self.parser(self.info, self.control.value)
+        except ValueError as exc:
+            self.set_error(f"{self.info.name}: {exc}")
+        else:
+            self.set_error("")
+
+    def _draw_note(self) -> None:
+        text = Text()
+        if self.error:
+            text.append(self.error, style="bold red")
+        elif not self.info.known:
+            text.append("not known to the target's SGLang version: it would refuse to start", style="yellow")
+        if self.hint is not None:
+            message, suggested = self.hint
+            if text:
+                text.append("\n")
+            text.append("⚠ " + message, style="yellow")
+            if suggested is not None:
+                text.append(f"  ctrl+y → {format_value(suggested)}", style="bold cyan")
+        self.note.update(text)
+        self.note.display = bool(text)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "apply_hint":
+            return self.hint is not None and self.hint[1] is not None
+        return True
+
+    def action_apply_hint(self) -> None:
+        if self.hint is not None and self.hint[1] is not None:
+            self.set_value(self.hint[1])
+            self.hint = None
+            self._draw_note()
+            self.post_message(LaunchForm.Edited())
+
+    @on(Input.Changed)
+    @on(Checkbox.Changed)
+    def _changed(self, event: Message) -> None:
+        self._validate()
+        self.post_message(LaunchForm.Edited())
+
+
+class LaunchForm(VerticalScroll):
+    """Fields grouped like SGLang's own help; an "add a flag" input with completion at the bottom."""
+
+    class Edited(Message):
+        """A field changed (the app debounces and recomputes the fit)."""
+
+    class AddFailed(Message):
+        def __init__(self, message: str) -> None:
+            super().__init__()
+            self.message = message
+
+    DEFAULT_CSS = """
+    LaunchForm > .group-title { text-style: bold; color: $accent; }
+    LaunchForm #add-flag { margin-top: 1; }
+    """
+
+    def __init__(
+        self,
+        catalogue: dict[str, FlagInfo],
+        values: dict[str, Any],
+        parser: Parser | None = None,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.catalogue = catalogue
+        self.parser: Parser = parser or parse_value
+        self._initial = dict(values)
+        self._fields: dict[str, FlagField] = {}
+
+    def info_for(self, flag: str) -> FlagInfo:
+        return self.catalogue.get(flag) or FlagInfo(flag, known=False)
+
+    def compose(self) -> ComposeResult:
+        by_group: dict[str, list[FlagField]] = {}
+        for flag, value in self._initial.items():
+            info = self.info_for(flag)
+            fld = FlagField(info, value, self.parser)
+            self._fields[flag] = fld
+            by_group.setdefault(info.group if info.group in GROUPS else "other", []).append(fld)
+        for group in GROUPS:
+            if group in by_group:
+                yield Static(group, classes="group-title", id="group-" + group.replace("/", "-").replace(" ", "-"))
+                yield from by_group[group]
+        yield Input(
+            placeholder="add a flag: --name value",
+            suggester=SuggestFromList(sorted(self.catalogue), case_sensitive=False),
+            id="add-flag",
+        )
+
+    def values(self) -> dict[str, Any]:
+        """The typed values in form order; fields left empty are omitted (SGLang's default applies)."""
+        out: dict[str, Any] = {}
+        for flag, fld in self._fields.items():
+            v = fld.value
+            if v is not None:
+                out[flag] = v
+        return out
+
+    def errors(self) -> dict[str, str]:
+        return {flag: fld.error for flag, fld in self._fields.items() if fld.error}
+
+    def field(self, flag: str) -> FlagField | None:
+        return self._fields.get(flag)
+
+    async def set_hints(self, hints: dict[str, tuple[str, Any]]) -> None:
+        """Show each warning under its flag; a flag the form lacks gets an empty field to carry it."""
+        for flag, (message, suggested) in hints.items():
+            if flag not in self._fields and flag in self.catalogue and suggested is not None:
+                fld = FlagField(self.catalogue[flag], None, self.parser)
+                self._fields[flag] = fld
+                await self.mount(fld, before=self.query_one("#add-flag"))
+        for flag, fld in self._fields.items():
+            fld.set_hint(hints.get(flag))
+
+    def set_field_error(self, flag: str, message: str) -> None:
+        if flag in self._fields:
+            self._fields[flag].set_error(message)
+
+    async def set_flag(self, flag: str, value: Any) -> FlagField:
+        """Set a flag's value, adding its field when the form does not show it yet."""
+        fld = self._fields.get(flag)
+        if fld is None:
+            fld = FlagField(self.info_for(flag), value, self.parser)
+            self._fields[flag] = fld
+            await self.mount(fld, before=self.query_one("#add-flag"))
+        else:
+            fld.set_value(value)
+        self.post_message(self.Edited())
+        return fld
+
+    @on(Input.Submitted, "#add-flag")
+    async def _add_flag(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            return
+        name, _, rest = text.partition(" ")
+        if not name.startswith("--"):
+            name = "--" + name
+        name = name.replace("_", "-")
+        if name not in self.catalogue:
+            close = sorted(f for f in self.catalogue if name[2:] in f)[:3]
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            self.post_message(self.AddFailed(f"{name} is not an SGLang flag{hint}"))
+            return
+        info = self.catalogue[name]
+        try:
+            value = True if info.kind == "bool" else self.parser(info, rest)
+        except ValueError as exc:
+            self.post_message(self.AddFailed(f"{name}: {exc}"))
+            return
+        event.input.value = ""
+        fld = await self.set_flag(name, value)
+        if isinstance(fld.control, Input) and value is None:
+            fld.control.focus()

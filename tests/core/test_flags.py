@@ -1,0 +1,530 @@
+"""SGLang flags: argv and config parsing, per-version names, errors that say what to do."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sgtui.core.errors import UserError
+from sgtui.core.flags import (
+    FLAGS,
+    GROUPS,
+    JSON_TEXT_FLAGS,
+    RENAMES,
+    VERSIONS,
+    FlagError,
+    LaunchSpec,
+    from_config_mapping,
+    parse_argv,
+    spec_from_values,
+    speculative_base,
+    to_argv,
+    to_config_mapping,
+    version_family,
+)
+
+QWEN_2XA6000 = [
+    "--model-path",
+    "/models/Qwen3.6-27B",
+    "--tp-size",
+    "2",
+    "--mem-fraction-static",
+    "0.85",
+    "--context-length",
+    "32768",
+    "--speculative-algorithm",
+    "NEXTN",
+    "--speculative-num-steps",
+    "3",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "4",
+    "--reasoning-parser",
+    "qwen3",
+    "--tool-call-parser",
+    "qwen3_coder",
+]
+
+
+def error_of(argv: list[str], version: str | None = None) -> FlagError:
+    with pytest.raises(FlagError) as info:
+        parse_argv(argv, version)
+    return info.value
+
+
+# --- the table ---
+
+
+def test_table_covers_every_version_with_types_groups_and_choices() -> None:
+    assert len(FLAGS) > 500
+    for flag in FLAGS.values():
+        assert flag.group in GROUPS
+        assert flag.versions and set(flag.versions) <= set(VERSIONS)
+        assert flag.kind in {"str", "int", "float", "human_int", "json", "bool", "bool_optional"}
+    assert FLAGS["--mem-fraction-static"].kind == "float"
+    assert FLAGS["--mem-fraction-static"].group == "memory"
+    assert FLAGS["--tp-size"].group == "parallelism"
+    assert FLAGS["--speculative-num-steps"].group == "speculative decoding"
+    assert FLAGS["--mamba-scheduler-strategy"].group == "hybrid/Mamba"
+    assert FLAGS["--enable-hierarchical-cache"].is_store_true
+    assert FLAGS["--cuda-graph-bs"].info("0.5.9").nargs == "+"
+    assert FLAGS["--mamba-radix-cache-strategy"].info("0.5.23").choices == (
+        "auto",
+        "no_buffer",
+        "extra_buffer",
+        "extra_buffer_lazy",
+    )
+
+
+def test_table_records_which_versions_know_renamed_flags() -> None:
+    assert FLAGS["--mamba-scheduler-strategy"].versions == ("0.5.9", "0.5.11")
+    assert FLAGS["--mamba-radix-cache-strategy"].versions == ("0.5.23",)
+    assert FLAGS["--cuda-graph-max-bs-decode"].versions == ("0.5.23",)
+    assert set(FLAGS["--cuda-graph-backend-decode"].info("0.5.23").choices or ()) >= {"disabled"}
+    assert FLAGS["--disable-cuda-graph"].info("0.5.23").deprecated
+    assert not FLAGS["--disable-cuda-graph"].info("0.5.11").deprecated
+
+
+def test_argparse_aliases_are_option_strings_of_one_flag() -> None:
+    assert {"--tensor-parallel-size"} <= set(FLAGS["--tp-size"].aliases)
+    assert "--data-parallel-size" in FLAGS["--dp-size"].aliases
+    assert "--model" in FLAGS["--model-path"].aliases
+
+
+# --- argv ---
+
+
+def test_the_qwen_launch_parses_into_typed_values_and_spec() -> None:
+    parsed = parse_argv(QWEN_2XA6000, "0.5.9")
+    assert parsed.values["--tp-size"] == 2
+    assert parsed.values["--mem-fraction-static"] == 0.85
+    assert list(parsed.values) == [
+        "--model-path",
+        "--tp-size",
+        "--mem-fraction-static",
+        "--context-length",
+        "--speculative-algorithm",
+        "--speculative-num-steps",
+        "--speculative-eagle-topk",
+        "--speculative-num-draft-tokens",
+        "--reasoning-parser",
+        "--tool-call-parser",
+    ]
+    spec = parsed.spec
+    assert spec.model_path == "/models/Qwen3.6-27B"
+    assert (spec.tp_size, spec.mem_fraction_static, spec.context_length) == (2, 0.85, 32768)
+    assert spec.speculative_algorithm == "NEXTN"
+    assert (spec.speculative_num_steps, spec.speculative_eagle_topk, spec.speculative_num_draft_tokens) == (
+        3,
+        1,
+        4,
+    )
+    assert spec.values == parsed.values
+    assert parsed.notes == []
+
+
+def test_equals_form_store_true_and_nargs_lists() -> None:
+    parsed = parse_argv(
+        [
+            "--mem-fraction-static=0.8",
+            "--disable-radix-cache",
+            "--cuda-graph-bs",
+            "1",
+            "2",
+            "4",
+            "--port",
+            "8000",
+        ],
+        "0.5.11",
+    )
+    assert parsed.values == {
+        "--mem-fraction-static": 0.8,
+        "--disable-radix-cache": True,
+        "--cuda-graph-bs": [1, 2, 4],
+        "--port": 8000,
+    }
+    assert parsed.spec.disable_radix_cache and parsed.spec.port == 8000
+
+
+def test_negative_numbers_are_values_not_flags() -> None:
+    assert parse_argv(["--chunked-prefill-size", "-1"]).spec.chunked_prefill_size == -1
+
+
+def test_aliases_land_under_the_canonical_name_without_a_note() -> None:
+    parsed = parse_argv(["--tensor-parallel-size", "4", "--model", "m"], "0.5.9")
+    assert parsed.values == {"--tp-size": 4, "--model-path": "m"}
+    assert parsed.notes == []
+
+
+def test_unique_prefix_resolves_with_a_note_that_the_full_name_is_safer() -> None:
+    parsed = parse_argv(["--speculative-algo", "NEXTN"], "0.5.9")
+    assert parsed.values == {"--speculative-algorithm": "NEXTN"}
+    assert len(parsed.notes) == 1
+    assert "--speculative-algo resolved to --speculative-algorithm" in parsed.notes[0]
+    assert "full name is safer" in parsed.notes[0]
+
+
+def test_ambiguous_prefix_names_the_candidates() -> None:
+    err = error_of(["--pp", "2"], "0.5.11")
+    assert "--pp is ambiguous" in str(err)
+    assert "--pp-size" in err.suggestions and "--pp-max-micro-batch-size" in err.suggestions
+    assert err.flag == "--pp"
+
+
+def test_unknown_flag_names_the_nearest_real_flags() -> None:
+    err = error_of(["--mem-fracton-static", "0.8"], "0.5.11")
+    assert isinstance(err, UserError)
+    assert str(err).startswith("unknown flag --mem-fracton-static")
+    assert err.flag == "--mem-fracton-static"
+    assert err.suggestions[0] == "--mem-fraction-static"
+    assert "did you mean --mem-fraction-static" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mem-fraction-static", "abc"], "--mem-fraction-static: 'abc' is not a number between 0 and 1"),
+        (["--mem-fraction-static", "1.2"], "--mem-fraction-static: '1.2' is not a number between 0 and 1"),
+        (["--tp-size", "two"], "--tp-size: 'two' is not a whole number of at least 1"),
+        (["--tp-size", "0"], "--tp-size: '0' is not a whole number of at least 1"),
+        (["--port", "70000"], "--port: '70000' is not a whole number between 1 and 65535"),
+        (["--kv-cache-dtype", "fp9"], "--kv-cache-dtype: 'fp9' is not one of auto, fp8_e5m2"),
+        (["--json-model-override-args", "{bad"], "--json-model-override-args: '{bad' is not valid JSON"),
+        (["--disable-radix-cache=yes"], "--disable-radix-cache takes no value (it is a switch)"),
+        (["--tp-size"], "--tp-size needs a value (a whole number of at least 1)"),
+        (["--cuda-graph-bs"], "--cuda-graph-bs needs at least one value"),
+        (["model", "--tp-size", "2"], "unexpected argument 'model'"),
+    ],
+)
+def test_bad_values_say_which_flag_what_was_given_and_what_it_takes(argv: list[str], message: str) -> None:
+    assert str(error_of(argv, "0.5.11")).startswith(message)
+
+
+def test_choice_in_the_wrong_case_points_at_the_right_spelling() -> None:
+    err = error_of(["--speculative-algorithm", "nextn"], "0.5.9")
+    assert "case-sensitive: use NEXTN" in str(err)
+    assert err.suggestions == ["NEXTN"]
+
+
+def test_speculative_algorithm_is_upper_cased_in_the_spec_where_sglang_takes_any_case() -> None:
+    parsed = parse_argv(["--speculative-algorithm", "nextn"], "0.5.23")
+    assert parsed.values["--speculative-algorithm"] == "nextn"
+    assert parsed.spec.speculative_algorithm == "NEXTN"
+
+
+def test_topk_one_draft_tokens_are_kept_raw() -> None:
+    spec = parse_argv(
+        [
+            "--speculative-num-steps",
+            "3",
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            "9",
+        ]
+    ).spec
+    assert spec.speculative_num_draft_tokens == 9
+
+
+def test_human_readable_context_length_from_0_5_11_on() -> None:
+    assert parse_argv(["--context-length", "32k"], "0.5.11").spec.context_length == 32000
+    assert parse_argv(["--context-length", "64Ki"], "0.5.23").spec.context_length == 65536
+    assert "is not a whole number" in str(error_of(["--context-length", "32k"], "0.5.9"))
+
+
+# --- versions ---
+
+
+def test_new_mamba_name_on_an_old_version_says_what_that_version_calls_it() -> None:
+    err = error_of(["--mamba-radix-cache-strategy", "extra_buffer"], "0.5.11")
+    assert str(err) == (
+        "--mamba-radix-cache-strategy is the 0.5.23 name; SGLang 0.5.11 calls it --mamba-scheduler-strategy"
+    )
+    assert err.suggestions == ["--mamba-scheduler-strategy"]
+
+
+def test_old_mamba_name_on_0_5_23_says_it_was_renamed() -> None:
+    err = error_of(["--mamba-scheduler-strategy", "extra_buffer"], "0.5.23")
+    assert "SGLang 0.5.23 calls it --mamba-radix-cache-strategy" in str(err)
+
+
+def test_both_mamba_names_fill_the_same_spec_field() -> None:
+    old = parse_argv(["--mamba-scheduler-strategy", "extra_buffer"], "0.5.9").spec
+    new = parse_argv(["--mamba-radix-cache-strategy", "extra_buffer_lazy"], "0.5.23").spec
+    assert (old.mamba_strategy, new.mamba_strategy) == ("extra_buffer", "extra_buffer_lazy")
+
+
+def test_cuda_graph_renames_in_0_5_23() -> None:
+    assert "SGLang 0.5.23 calls it --cuda-graph-max-bs-decode" in str(
+        error_of(["--cuda-graph-max-bs", "8"], "0.5.23")
+    )
+    assert parse_argv(["--cuda-graph-max-bs-decode", "16"], "0.5.23").spec.cuda_graph_max_bs == 16
+    assert parse_argv(["--cuda-graph-max-bs", "16"], "0.5.9").spec.cuda_graph_max_bs == 16
+    spec = parse_argv(["--cuda-graph-backend-decode", "disabled"], "0.5.23").spec
+    assert spec.disable_cuda_graph
+
+
+def test_deprecated_disable_cuda_graph_still_works_in_0_5_23_with_a_note() -> None:
+    parsed = parse_argv(["--disable-cuda-graph"], "0.5.23")
+    assert parsed.spec.disable_cuda_graph
+    assert parsed.notes == [
+        "--disable-cuda-graph is deprecated in SGLang 0.5.23; "
+        "use --cuda-graph-backend-{decode,prefill}=disabled instead"
+    ]
+    assert parse_argv(["--disable-cuda-graph"], "0.5.9").notes == []
+
+
+def test_a_flag_only_newer_versions_know_is_rejected_for_an_old_version() -> None:
+    err = error_of(["--attn-dp-size", "2"], "0.5.9")
+    assert str(err) == "--attn-dp-size is not a flag of SGLang 0.5.9; only SGLang 0.5.23 knows it"
+
+
+def test_no_version_accepts_the_union() -> None:
+    parsed = parse_argv(["--mamba-scheduler-strategy", "no_buffer", "--attn-dp-size", "2"])
+    assert parsed.spec.mamba_strategy == "no_buffer"
+    assert parsed.spec.attn_dp_size == 2 and parsed.spec.enable_dp_attention
+
+
+@pytest.mark.parametrize(
+    ("given", "family"),
+    [
+        ("0.5.9", "0.5.9"),
+        ("0.5.10.post1", "0.5.9"),
+        ("v0.5.11rc1", "0.5.11"),
+        ("0.5.22", "0.5.23"),
+        ("0.6.1", "0.5.23"),
+        ("0.4.9", "0.5.9"),
+        (None, None),
+    ],
+)
+def test_version_strings_map_to_the_nearest_family(given: str | None, family: str | None) -> None:
+    assert version_family(given) == family
+
+
+def test_a_version_that_is_not_a_number_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="'latest' is not a version number"):
+        version_family("latest")
+
+
+def test_repeated_flag_keeps_the_last_value_with_a_note() -> None:
+    parsed = parse_argv(["--tp-size", "2", "--tp-size", "4"])
+    assert parsed.values == {"--tp-size": 4}
+    assert "given more than once" in parsed.notes[0]
+
+
+# --- values, spec and config ---
+
+
+def test_spec_from_values_accepts_dashed_or_underscored_keys_and_types_them() -> None:
+    spec = spec_from_values({"tp_size": "2", "mem-fraction-static": 0.9, "--disable-radix-cache": True})
+    assert (spec.tp_size, spec.mem_fraction_static, spec.disable_radix_cache) == (2, 0.9, True)
+    assert spec.values == {"--tp-size": 2, "--mem-fraction-static": 0.9, "--disable-radix-cache": True}
+
+
+def test_spec_from_values_checks_values_and_versions() -> None:
+    with pytest.raises(FlagError, match="is not a number between 0 and 1"):
+        spec_from_values({"--mem-fraction-static": 3})
+    with pytest.raises(FlagError, match=r"SGLang 0\.5\.23 calls it --mamba-radix-cache-strategy"):
+        spec_from_values({"--mamba-scheduler-strategy": "auto"}, "0.5.23")
+
+
+def test_empty_values_give_sglang_defaults() -> None:
+    assert spec_from_values({}) == LaunchSpec()
+
+
+def test_to_argv_round_trips_the_qwen_launch() -> None:
+    parsed = parse_argv(QWEN_2XA6000, "0.5.9")
+    assert to_argv(parsed.values) == QWEN_2XA6000
+    assert parse_argv(to_argv(parsed.values), "0.5.9").values == parsed.values
+
+
+def test_to_argv_leaves_false_switches_out_and_keeps_negative_values_attached() -> None:
+    argv = to_argv(
+        {"--disable-radix-cache": False, "--chunked-prefill-size": -1, "--enable-torch-compile": True}
+    )
+    assert argv == ["--chunked-prefill-size=-1", "--enable-torch-compile"]
+
+
+def test_config_mapping_reads_sglang_config_format() -> None:
+    values = from_config_mapping(
+        {
+            "model-path": "/models/Llama-3.1-8B",
+            "tp_size": 2,
+            "enable-torch-compile": True,
+            "disable_radix_cache": False,
+            "cuda-graph-bs": [1, 2, 4],
+            "json-model-override-args": {"rope_scaling": {"factor": 2.0}},
+        },
+        "0.5.11",
+    )
+    assert values == {
+        "--model-path": "/models/Llama-3.1-8B",
+        "--tp-size": 2,
+        "--enable-torch-compile": True,
+        "--cuda-graph-bs": [1, 2, 4],
+        "--json-model-override-args": '{"rope_scaling": {"factor": 2.0}}',
+    }
+
+
+def test_config_mapping_errors_name_the_key() -> None:
+    with pytest.raises(FlagError, match="--disable-radix-cache: 'yes' is not true or false"):
+        from_config_mapping({"disable-radix-cache": "yes"})
+    with pytest.raises(FlagError, match="unknown flag --mem-fraction-statik"):
+        from_config_mapping({"mem_fraction_statik": 0.8})
+    with pytest.raises(FlagError, match="--tp-size: takes one value"):
+        from_config_mapping({"tp-size": [1, 2]})
+
+
+def test_to_config_mapping_writes_what_sglang_reads_back() -> None:
+    values = {
+        "--tp-size": 2,
+        "--disable-radix-cache": True,
+        "--enable-torch-compile": False,
+        "--cuda-graph-bs": [1, 2],
+    }
+    mapping = to_config_mapping(values)
+    assert mapping == {"tp-size": 2, "disable-radix-cache": True, "cuda-graph-bs": [1, 2]}
+    assert from_config_mapping(mapping) == {k: v for k, v in values.items() if v is not False}
+
+
+# --- round-trip property ---
+
+_ROUND_TRIP_FLAGS = {
+    "--model-path": st.text(alphabet="abcXYZ/._-0123", min_size=1, max_size=12).filter(lambda s: s != "-"),
+    "--tp-size": st.integers(1, 64),
+    "--mem-fraction-static": st.floats(0.01, 1.0, allow_nan=False),
+    "--chunked-prefill-size": st.integers(-1, 1 << 20),
+    "--disable-radix-cache": st.just(True),
+    "--cuda-graph-bs": st.lists(st.integers(1, 512), min_size=1, max_size=5),
+    "--kv-cache-dtype": st.sampled_from(["auto", "fp8_e4m3", "bf16"]),
+    "--speculative-algorithm": st.sampled_from(["EAGLE", "NEXTN"]),
+    "--json-model-override-args": st.dictionaries(st.text("ab", max_size=3), st.integers(), max_size=2).map(
+        json.dumps
+    ),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_parse_argv_of_to_argv_round_trips(data: st.DataObject) -> None:
+    names = data.draw(st.lists(st.sampled_from(sorted(_ROUND_TRIP_FLAGS)), unique=True))
+    values = {name: data.draw(_ROUND_TRIP_FLAGS[name]) for name in names}
+    assert parse_argv(to_argv(values), "0.5.11").values == values
+
+
+def _sample_value(name: str, version: str) -> object:
+    info = FLAGS[name].info(version)
+    if info.kind == "bool":
+        return True
+    if info.kind == "bool_optional":
+        return False
+    if info.choices:
+        value: object = info.choices[-1]
+    elif info.kind in ("int", "human_int"):
+        value = 7
+    elif info.kind == "float":
+        value = 0.5
+    elif info.kind == "json" or name in JSON_TEXT_FLAGS:
+        value = '{"a": 1}'
+    else:
+        value = "some text"
+    return [value, value] if info.nargs in ("+", "*") else value
+
+
+def test_every_flag_of_every_version_round_trips_through_argv_and_config() -> None:
+    for name, flag in FLAGS.items():
+        for version in flag.versions:
+            if flag.info(version).removed_message:
+                continue
+            values = {name: _sample_value(name, version)}
+            argv = to_argv(values, version)
+            assert parse_argv(argv, version).values == values, (name, version, argv)
+            assert from_config_mapping(to_config_mapping(values, version), version) == values, (name, version)
+
+
+def test_to_argv_spells_a_flag_the_way_the_chosen_version_knows_it() -> None:
+    values = {"--smg-http-sidecar-port": 9000}
+    assert to_argv(values, "0.5.23") == ["--smg-http-sidecar-port", "9000"]
+    assert to_argv(values, "0.5.11") == ["--grpc-http-sidecar-port", "9000"]
+    assert to_config_mapping(values, "0.5.11") == {"grpc-http-sidecar-port": 9000}
+
+
+def test_none_means_unset_everywhere() -> None:
+    assert spec_from_values({"--mem-fraction-static": None, "--tp-size": 2}).values == {"--tp-size": 2}
+    assert to_argv({"--mem-fraction-static": None}) == []
+
+
+def test_a_float_for_a_whole_number_flag_is_rejected_as_sglang_would() -> None:
+    with pytest.raises(FlagError, match=r"--tp-size: 2\.0 is not a whole number"):
+        from_config_mapping({"tp-size": 2.0})
+
+
+def test_double_dash_alone_is_explained() -> None:
+    assert "takes no positional arguments" in str(error_of(["--", "x"]))
+
+
+def test_renames_pair_flags_that_no_version_knows_both_of() -> None:
+    for rename in RENAMES:
+        assert not set(FLAGS[rename.old].versions) & set(FLAGS[rename.new].versions), rename
+
+
+def _load_extractor() -> object:
+    path = Path(__file__).resolve().parents[2] / "tools" / "extract_sglang_flags.py"
+    spec = importlib.util.spec_from_file_location("extract_sglang_flags", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_extractor_merges_versions_by_shared_option_strings() -> None:
+    extractor: Any = _load_extractor()
+
+    def row(options: list[str], dest: str, **extra: object) -> dict[str, object]:
+        base = {"options": options, "dest": dest, "kind": "int", "nargs": None, "choices": None, "default": 1}
+        return {**base, "help": "", **extra}
+
+    table = extractor.merge(
+        {
+            "0.5.9": [
+                row(["--tensor-parallel-size", "--tp-size"], "tensor_parallel_size"),
+                row(["--mamba-scheduler-strategy"], "mamba_scheduler_strategy", kind="str"),
+            ],
+            "0.5.23": [
+                row(["--tp-size", "--tensor-parallel-size"], "tp_size"),
+                row(["--mamba-radix-cache-strategy"], "mamba_radix_cache_strategy", kind="str"),
+                row(
+                    ["--disable-cuda-graph"],
+                    "disable_cuda_graph",
+                    kind="bool",
+                    deprecated=True,
+                    new_flag="--x",
+                ),
+            ],
+        }
+    )
+    flags = table["flags"]
+    assert set(flags) == {
+        "--tp-size",
+        "--mamba-scheduler-strategy",
+        "--mamba-radix-cache-strategy",
+        "--disable-cuda-graph",
+    }
+    assert set(flags["--tp-size"]["versions"]) == {"0.5.9", "0.5.23"}
+    assert flags["--tp-size"]["group"] == "parallelism"
+    assert flags["--mamba-radix-cache-strategy"]["group"] == "hybrid/Mamba"
+    assert flags["--disable-cuda-graph"]["versions"]["0.5.23"]["new_flag"] == "--x"
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "base"), [("NEXTN", "EAGLE"), ("nextn", "EAGLE"), ("EAGLE3", "EAGLE3"), (None, None)]
+)
+def test_nextn_is_run_as_eagle(algorithm: str | None, base: str | None) -> None:
+    assert speculative_base(algorithm) == base

@@ -1,0 +1,57 @@
+"""GPU presets and sizes, as nvidia-smi reports them."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgtui.core.errors import UserError
+from sgtui.core.gpus import GPU_PRESETS, parse_gpu
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "mib"),
+    [
+        ("A6000", "A6000", 49140),
+        ("a6000", "A6000", 49140),
+        ("h100 80g", "H100-80G", 81559),
+        ("RTX_PRO_6000", "RTX-PRO-6000", 97887),
+        ("NVIDIA H100 80GB HBM3", "H100-80G", 81559),
+        ("A100-SXM4-40GB", "A100-40G", 40960),
+        ("NVIDIA GeForce RTX 4090", "RTX-4090", 24564),
+        ("NVIDIA RTX A6000", "A6000", 49140),
+        ("4090", "RTX-4090", 24564),
+    ],
+)
+def test_names_match_presets_regardless_of_case_and_punctuation(text: str, name: str, mib: int) -> None:
+    gpu = parse_gpu(text)
+    assert (gpu.name, gpu.mib) == (name, mib)
+
+
+@pytest.mark.parametrize(("text", "mib"), [("49140MiB", 49140), ("48GiB", 49152), ("48G", 49152), ("80 GB", 81920)])
+def test_sizes_are_read_in_mib_or_gib(text: str, mib: int) -> None:
+    assert parse_gpu(text).mib == mib
+
+
+def test_the_presets_the_brief_names_have_nvidia_smi_figures() -> None:
+    expected = {
+        "A6000": 49140,
+        "L4": 23034,
+        "A100-40G": 40960,
+        "A100-80G": 81920,
+        "H100-80G": 81559,
+        "H200": 143771,
+        "RTX-PRO-6000": 97887,
+        "L40S": 46068,
+        "RTX-4090": 24564,
+    }
+    assert {k: GPU_PRESETS[k] for k in expected} == expected
+
+
+def test_unknown_name_lists_the_presets() -> None:
+    with pytest.raises(UserError, match="unknown GPU; use one of T4, L4, .*A6000.*49140MiB"):
+        parse_gpu("Voodoo5")
+
+
+def test_a_bare_small_number_asks_for_a_unit() -> None:
+    with pytest.raises(UserError, match="give a unit, such as 48GiB"):
+        parse_gpu("48")

@@ -1,0 +1,72 @@
+"""Health: HTTP through the SSH connection (direct-tcpip), judged together with the process and the log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from sgtui.remote.connection import Connection
+from sgtui.remote.health import HttpProbe, HttpState, Verdict, judge, parse_http_response, probe
+from sgtui.remote.runs import RunState, RunStatus
+
+RUNNING = RunStatus(RunState.RUNNING, None, 3)
+DEAD = RunStatus(RunState.DEAD)
+
+
+@pytest.fixture
+async def http_port() -> AsyncIterator[int]:
+    """A tiny HTTP server: /health 200, /get_model_info 404, /model_info with a model path."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = (await reader.readuntil(b"\r\n\r\n")).decode()
+        path = request.split()[1]
+        if path == "/health":
+            status, body = "200 OK", ""
+        elif path == "/model_info":
+            status, body = "200 OK", '{"model_path": "/models/Qwen3.6-27B", "is_generation": true}'
+        else:
+            status, body = "404 Not Found", '{"detail":"Not Found"}'
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode())
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    yield server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+
+
+async def test_a_serving_server_is_ready_with_its_model(conn: Connection, http_port: int) -> None:
+    health = await probe(conn, http_port, process=RUNNING, log_phase="ready")
+    assert health.verdict is Verdict.READY
+    assert health.model == "/models/Qwen3.6-27B"
+
+
+async def test_nothing_listening_while_the_process_lives_is_starting(conn: Connection) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    health = await probe(conn, free, process=RUNNING, log_phase="loading weights")
+    assert health.http.state is HttpState.REFUSED
+    assert health.verdict is Verdict.STARTING
+
+
+def test_http_answering_after_the_run_died_is_flagged() -> None:
+    ok = HttpProbe(HttpState.OK, 200)
+    assert judge(ok, None, DEAD, "ready").verdict is Verdict.ORPHANED_HTTP
+    assert judge(HttpProbe(HttpState.REFUSED), None, DEAD, None).verdict is Verdict.STOPPED
+
+
+def test_a_live_process_whose_health_fails_after_ready_is_unhealthy() -> None:
+    bad = HttpProbe(HttpState.ERROR, 503)
+    assert judge(bad, None, RUNNING, "ready").verdict is Verdict.UNHEALTHY
+    assert judge(HttpProbe(HttpState.TIMEOUT), None, RUNNING, "ready").verdict is Verdict.UNHEALTHY
+
+
+def test_http_responses_parse_and_garbage_is_an_error() -> None:
+    assert parse_http_response(b"HTTP/1.1 503 Service Unavailable\r\n\r\nx").status == 503
+    assert parse_http_response(b"SSH-2.0-OpenSSH\r\n").state is HttpState.ERROR

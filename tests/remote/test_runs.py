@@ -1,0 +1,234 @@
+"""Detached runs: fresh logs, exit codes, TERM then KILL by process group, PID-reuse refusal, GPU wait."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from sgtui.core.shell import ShellError
+from sgtui.remote.connection import Connection
+from sgtui.remote.gpu import GpuSampler
+from sgtui.remote.runs import GpusBusyError, PidReusedError, RunManager, RunRecord, RunState
+from sgtui.remote.targets import Target
+from sgtui.sim.sshserver import SimSSHServer
+
+from .conftest import SYSTEM_PATH, host_env, pinned_connection
+from .fakes import gpu_rows, install_fake_nvidia_smi, install_fake_pct
+
+SERVER = """\
+#!/bin/bash
+# A stand-in server: a parent and two children that log; IGNORE_TERM=1 makes one child ignore TERM.
+echo "server starting pid $$ args: $*"
+child() {
+  [ "$IGNORE_TERM" = 1 ] && [ "$1" = 2 ] && trap '' TERM
+  while :; do echo "child $1 alive"; sleep 0.05; done
+}
+child 1 & child 2 &
+trap 'echo shutting down; kill $(jobs -p) 2>/dev/null; sleep 0.1; exit 143' TERM
+[ -n "$EXIT_AFTER" ] && { sleep "$EXIT_AFTER"; kill $(jobs -p); exit 7; }
+wait
+"""
+
+
+@pytest.fixture
+def fake_server(tmp_path: Path) -> Path:
+    path = tmp_path / "ctbin" / "fake-server"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(SERVER)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+async def manager(conn: Connection, tmp_path: Path) -> AsyncIterator[RunManager]:
+    mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
+    yield mgr
+    for run in await mgr.list_runs():  # never leave a detached test process behind
+        await mgr.stop(run, grace=0.2)
+
+
+async def _wait_for(pred: object, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await pred():  # type: ignore[operator]
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def test_launch_records_a_session_leader_and_a_fresh_log(
+    manager: RunManager, fake_server: Path
+) -> None:
+    run = await manager.launch(
+        [str(fake_server), "--model-path", "a b"], {"IGNORE_TERM": "0"}, "name: x\n", [0, 1]
+    )
+    assert run.pid == run.pgid and run.start is not None and run.boot
+    stat = Path(f"/proc/{run.pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    assert int(stat[2]) == run.pid and int(stat[3]) == run.pid  # pgrp and sid
+    assert int(stat[19]) == run.start
+    await _wait_for(lambda: _has_text(Path(run.log_path), "child 2 alive"))
+    assert "args: --model-path a b" in Path(run.log_path).read_text()
+    assert Path(run.run_dir, "profile.yaml").read_text() == "name: x\n"
+    status = await manager.status(run)
+    assert status.state is RunState.RUNNING and status.members >= 3
+
+
+async def _has_text(path: Path, text: str) -> bool:
+    return path.exists() and text in path.read_text()
+
+
+async def test_a_run_that_ends_by_itself_reports_its_exit_code(
+    manager: RunManager, fake_server: Path
+) -> None:
+    run = await manager.launch([str(fake_server)], {"EXIT_AFTER": "0.2"})
+
+    async def exited() -> bool:
+        return (await manager.status(run)).state is RunState.EXITED
+
+    await _wait_for(exited)
+    assert (await manager.status(run)).rc == 7
+
+
+async def test_stop_sends_term_and_the_group_goes_away(manager: RunManager, fake_server: Path) -> None:
+    run = await manager.launch([str(fake_server)])
+    await _wait_for(lambda: _has_text(Path(run.log_path), "child 2 alive"))
+    result = await manager.stop(run, grace=3)
+    assert result.result == "stopped" and result.signal == "TERM" and result.members == 0
+    assert "shutting down" in Path(run.log_path).read_text()
+    assert (await manager.status(run)).state is RunState.DEAD
+
+
+async def test_a_process_ignoring_term_gets_kill_after_the_grace(
+    manager: RunManager, fake_server: Path
+) -> None:
+    run = await manager.launch([str(fake_server)], {"IGNORE_TERM": "1"})
+    await _wait_for(lambda: _has_text(Path(run.log_path), "child 2 alive"))
+    progress: list[tuple[float, int]] = []
+    result = await manager.stop(run, grace=0.6, on_progress=lambda t, n: progress.append((t, n)))
+    assert result.signal == "KILL" and result.result == "stopped"
+    assert 0.6 <= result.seconds < 5
+    assert progress and all(n >= 1 for _, n in progress)
+    assert (await manager.status(run)).members == 0
+
+
+async def test_stop_refuses_when_the_pid_belongs_to_another_process(manager: RunManager) -> None:
+    other = await asyncio.create_subprocess_exec("sleep", "30", start_new_session=True)
+    try:
+        start = int(Path(f"/proc/{other.pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        fake = RunRecord(
+            "x", "sim", Target(), "/nonexistent", [], {}, [], other.pid, other.pid, start - 1, boot
+        )
+        assert (await manager.status(fake)).state is RunState.PID_REUSED
+        with pytest.raises(PidReusedError, match="another process; nothing was signalled"):
+            await manager.stop(fake, grace=0.2)
+        assert other.returncode is None
+        await asyncio.sleep(0.1)
+        assert Path(f"/proc/{other.pid}").exists()
+    finally:
+        other.kill()
+        await other.wait()
+
+
+async def test_a_detached_run_survives_the_connection_dropping(
+    manager: RunManager, fake_server: Path, sim_server: SimSSHServer
+) -> None:
+    run = await manager.launch([str(fake_server)])
+    await _wait_for(lambda: _has_text(Path(run.log_path), "child 1 alive"))
+    await sim_server.abort_connections()
+    size = Path(run.log_path).stat().st_size
+    await asyncio.sleep(0.3)
+    assert Path(run.log_path).stat().st_size > size, "the log keeps growing after the SSH session died"
+    assert (await manager.status(run)).state is RunState.RUNNING
+
+
+async def test_a_relaunch_gets_a_new_log_and_old_runs_are_listed(
+    manager: RunManager, fake_server: Path
+) -> None:
+    first = await manager.launch([str(fake_server)])
+    await manager.stop(first, grace=1)
+    second = await manager.launch([str(fake_server)])
+    assert second.log_path != first.log_path
+    listed = await manager.list_runs()
+    assert [r.id for r in listed] == sorted([first.id, second.id])
+    again = next(r for r in listed if r.id == second.id)
+    assert (again.pid, again.start, again.argv) == (second.pid, second.start, second.argv)
+
+
+async def test_launch_refuses_to_reuse_an_existing_log(
+    manager: RunManager, fake_server: Path, tmp_path: Path
+) -> None:
+    from sgtui.core import shell
+
+    run_dir = tmp_path / "runs" / "fixed"
+    run_dir.mkdir(parents=True)
+    (run_dir / "server.log").write_text("old\n")
+    result = await manager.conn.run(
+        manager.target.script(shell.detach_script(str(run_dir), [str(fake_server)]))
+    )
+    assert result.rc == 2 and shell.parse_marker(result.stdout) == {"error": "log-exists"}
+    assert (run_dir / "server.log").read_text() == "old\n"
+
+
+async def test_launch_wants_an_absolute_interpreter(manager: RunManager) -> None:
+    with pytest.raises(ShellError, match="absolute"):
+        await manager.launch(["python3", "-m", "sglang.launch_server"])
+
+
+async def test_runs_inside_a_pct_container_are_managed_through_pct(
+    fake_bin: Path, tmp_path: Path, fake_server: Path
+) -> None:
+    install_fake_pct(fake_bin, f"{fake_server.parent}:{SYSTEM_PATH}")
+    server = await SimSSHServer(env=host_env(fake_bin)).start()
+    conn = pinned_connection(server, tmp_path)
+    mgr = RunManager(conn, Target("pct", "129"), str(tmp_path / "ctruns"))
+    try:
+        run = await mgr.launch([str(fake_server), "ünï"], {"IGNORE_TERM": "1"})
+        await _wait_for(lambda: _has_text(Path(run.log_path), "child 2 alive"))
+        assert "args: ünï" in Path(run.log_path).read_text()
+        assert (await mgr.stop(run, grace=0.3)).signal == "KILL"
+        assert [r.target for r in await mgr.list_runs()] == [Target("pct", "129")]
+    finally:
+        await conn.close()
+        await server.close()
+
+
+async def test_wait_gpus_free_names_the_holders_on_timeout(
+    conn: Connection, fake_bin: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "gpustate"
+    state.mkdir()
+    install_fake_nvidia_smi(fake_bin, state)
+    (state / "gpus.csv").write_text(gpu_rows(2, used=40000))
+    holder = await asyncio.create_subprocess_exec("sleep", "30")
+    (state / "apps.csv").write_text(f"{holder.pid}, python3, 39000, GPU-0001\n")
+    mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
+    run = RunRecord("r", "sim", Target(), "/x", [], {}, [1], 1, 1, 0, "")
+    sampler = GpuSampler(conn)
+    try:
+        with pytest.raises(
+            GpusBusyError, match=rf"pid {holder.pid} python3 \(host\) 39000 MiB on GPU 1"
+        ) as err:
+            await mgr.wait_gpus_free(run, None, timeout=0.3, sampler=sampler, poll=0.1)
+        assert [h.pid for h in err.value.holders] == [holder.pid]
+        (state / "apps.csv").write_text("")
+        (state / "gpus.csv").write_text(gpu_rows(2, used=3))
+        snap = await mgr.wait_gpus_free(run, [0, 1], timeout=2, sampler=sampler, poll=0.1)
+        assert all(g.memory_used_mib.value == 3 for g in snap.gpus)
+    finally:
+        holder.kill()
+        await holder.wait()
+
+
+def test_a_run_record_round_trips_through_json() -> None:
+    run = RunRecord("id", "h", Target("pct", "129"), "/r/id", ["/p", "x"], {"A": "1"}, [0], 5, 5, 99, "b")
+    data = run.to_json()
+    assert data["target"] == {"kind": "pct", "id": "129"}
+    assert dataclasses.replace(run).log_path == "/r/id/server.log"
+
+
+def test_relative_runs_dirs_are_refused(conn: Connection) -> None:
+    with pytest.raises(ShellError, match="absolute"):
+        RunManager(conn, Target(), "runs")

@@ -1,0 +1,132 @@
+"""A scripted Backend for UI tests: fixed hosts, GPUs and logs, no clocks, no network."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sgtui.ui.views import ContainerView, GpuProcessView, GpuView, HostView, RunView
+
+A6000_MIB = 49140
+
+
+def gpus(used: tuple[int, int] = (512, 512), holder: str = "") -> list[GpuView]:
+    procs = (GpuProcessView(4242, "sglang::scheduler", used[0] - 500, "lxc 129"),) if holder else ()
+    return [
+        GpuView(0, "NVIDIA RTX A6000", used[0], A6000_MIB, 37, procs),
+        GpuView(1, "NVIDIA RTX A6000", used[1], A6000_MIB, 35, ()),
+    ]
+
+
+QWEN_CONFIG: dict[str, Any] = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"],
+    "model_type": "qwen3_5",
+    "text_config": {
+        "model_type": "qwen3_5_text",
+        "num_hidden_layers": 64,
+        "hidden_size": 5120,
+        "num_attention_heads": 24,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "intermediate_size": 17408,
+        "vocab_size": 248320,
+        "max_position_embeddings": 262144,
+        "full_attention_interval": 4,
+        "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 16,
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 48,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_conv_kernel_dim": 4,
+        "mtp_num_hidden_layers": 1,
+        "torch_dtype": "bfloat16",
+    },
+    "torch_dtype": "bfloat16",
+}
+
+
+@dataclass
+class FakeBackend:
+    """Each launch plays the next script in `launch_logs`; `tail` yields it in fixed chunks."""
+
+    launch_logs: list[list[str]] = field(default_factory=list)
+    existing_runs: list[RunView] = field(default_factory=list)
+    existing_logs: dict[str, list[str]] = field(default_factory=dict)
+    gpu_frames: list[list[GpuView]] = field(default_factory=lambda: [gpus()])
+    version: str | None = "0.5.9"
+    states: list[tuple[str, str]] = field(default_factory=lambda: [("connecting", ""), ("connected", "")])
+    launched: list[Any] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    gpu_wait_lines: list[str] = field(default_factory=lambda: ["GPU0 still holds 31.2 GiB (pid 4242)"])
+    hold_tail: bool = False
+    closed: bool = False
+    _state_queue: asyncio.Queue[tuple[str, str]] | None = None
+
+    def hosts(self) -> tuple[list[HostView], list[str]]:
+        return [HostView("pve", "10.0.0.5", "ssh config"), HostView("gpu2", "10.0.0.6", "hosts.yaml")], []
+
+    async def connection_states(self, host: str) -> AsyncIterator[tuple[str, str]]:
+        if host != "pve":
+            yield ("connecting", "")
+            yield ("failed", "no route to host")
+            return
+        self._state_queue = asyncio.Queue()
+        for s in self.states:
+            yield s
+        while True:
+            yield await self._state_queue.get()
+
+    def push_state(self, state: str, detail: str = "") -> None:
+        assert self._state_queue is not None
+        self._state_queue.put_nowait((state, detail))
+
+    async def containers(self, host: str) -> list[ContainerView]:
+        return [ContainerView("pct", "129", "sglang", "running", (0, 1)), ContainerView("docker", "vllm", "vllm", "exited")]
+
+    async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None:
+        return self.version
+
+    async def model_config(self, host: str, target: ContainerView | None, model_path: str) -> dict[str, Any] | None:
+        return {"config": QWEN_CONFIG, "weight_bytes": 55_600_000_000}
+
+    async def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]:
+        for frame in self.gpu_frames:
+            yield frame
+        await asyncio.Event().wait()
+
+    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
+        return list(self.existing_runs)
+
+    async def launch(self, profile: Any) -> RunView:
+        self.launched.append(profile)
+        n = len(self.launched)
+        run = RunView(f"run-{n}", "pve", "lxc 129", profile.name, "starting", f"/var/log/sgtui/run-{n}.log")
+        self.existing_logs[run.run_id] = self.launch_logs[n - 1] if n <= len(self.launch_logs) else []
+        self.existing_runs.append(run)
+        return run
+
+    async def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
+        lines = self.existing_logs.get(run.run_id, [])
+        pos = offset
+        for i in range(0, len(lines), 5):
+            chunk = lines[i : i + 5]
+            pos += sum(len(line) + 1 for line in chunk)
+            yield pos, chunk
+            await asyncio.sleep(0)
+        if self.hold_tail:
+            await asyncio.Event().wait()
+
+    async def run_state(self, run: RunView) -> str:
+        return "exited"
+
+    async def stop(self, run: RunView) -> None:
+        self.stopped.append(run.run_id)
+
+    async def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
+        for line in self.gpu_wait_lines:
+            yield line
+
+    async def close(self) -> None:
+        self.closed = True
