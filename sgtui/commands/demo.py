@@ -51,7 +51,9 @@ async def _demo(config: str, speed: float) -> int:
     async with SimHost(speed=speed) as host:
         written = host.write_config(Path(config))
         path = next((p for p in written.profiles if p.stem == DEMO_PROFILE), written.profiles[0])
-        backend = RemoteBackend(load_hosts(ssh_config=False), user_known_hosts=None)
+        # the simulated containers share this machine: keep the demo's runs apart from anyone else's
+        runs_dir = str(host.state_dir / "runs")
+        backend = RemoteBackend(load_hosts(ssh_config=False), runs_dir=runs_dir, user_known_hosts=None)
         app = SgtuiApp(backend, load_profile(path), path, profile_dirs=(path.parent,))
         await app.run_async()
         return app.return_code or 0

@@ -17,24 +17,40 @@ HELP = "predict whether an SGLang launch fits in GPU memory, and why not"
 
 EPILOG = """\
 examples:
-  sgtui fit --gpu A6000 --gpus 2 --sglang 0.5.9 -- --model-path /models/Qwen3.6-27B --tp 2 \\
+  sgtui fit --gpu A6000 --gpus 2 --sglang 0.5.9 -- --model-path /models/Qwen3.6-27B --tp-size 2 \\
       --mem-fraction-static 0.85 --context-length 32768 --speculative-algorithm NEXTN
-  sgtui fit --config config.json --gpu H100-80G --free-gib 78.5 --weights-gib 15 --json -- --tp 1
+  sgtui fit --config config.json --gpu H100-80G --free-gib 78.5 --weights-gib 15 --json -- --tp-size 1
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--config", metavar="PATH", help="config.json or model folder (default: --model-path)")
-    parser.add_argument("--gpu", metavar="NAME|SIZE", help="GPU preset (A6000, H100-80G, ...) or size (49140MiB, 48GiB)")
+    parser.add_argument(
+        "--config", metavar="PATH", help="config.json or model folder (default: --model-path)"
+    )
+    parser.add_argument(
+        "--gpu", metavar="NAME|SIZE", help="GPU preset (A6000, H100-80G, ...) or size (49140MiB, 48GiB)"
+    )
     parser.add_argument("--gpus", metavar="N", help="GPUs on the host (default: what the flags need)")
-    parser.add_argument("--sglang", metavar="VERSION", default="0.5.11", help="SGLang version (default 0.5.11)")
-    parser.add_argument("--free-gib", metavar="X", help='measured free GiB per GPU ("Load weight begin. avail mem=")')
-    parser.add_argument("--weights-gib", metavar="X", help='measured weight GiB per GPU ("Load weight end ... mem usage=")')
-    parser.add_argument("--draft-weights-gib", metavar="X", help="draft/MTP weight GiB per GPU (default: estimated)")
+    parser.add_argument(
+        "--sglang", metavar="VERSION", default="0.5.11", help="SGLang version (default 0.5.11)"
+    )
+    parser.add_argument(
+        "--free-gib",
+        metavar="X[,X...]",
+        help='measured free GiB per GPU ("Load weight begin. avail mem="); one value, or one per GPU',
+    )
+    parser.add_argument(
+        "--weights-gib", metavar="X", help='measured weight GiB per GPU ("Load weight end ... mem usage=")'
+    )
+    parser.add_argument(
+        "--draft-weights-gib", metavar="X", help="draft/MTP weight GiB per GPU (default: estimated)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("sglang_flags", nargs=argparse.REMAINDER, help="-- then the flags for sglang.launch_server")
+    parser.add_argument(
+        "sglang_flags", nargs=argparse.REMAINDER, help="-- then the flags for sglang.launch_server"
+    )
 
 
 def _number(option: str, text: str | None, *, integer: bool = False) -> Any:
@@ -50,12 +66,21 @@ def _number(option: str, text: str | None, *, integer: bool = False) -> Any:
     return value
 
 
+def _free_list(text: str | None) -> list[float] | None:
+    """One value, or one per GPU separated by commas (then SGLang's balance check applies)."""
+    if text is None:
+        return None
+    return [_number("--free-gib", part.strip()) for part in text.split(",")]
+
+
 def _model_path(args: argparse.Namespace, model_path: str | None) -> Path:
     if args.config:
         return Path(args.config)
     if model_path and Path(model_path).expanduser().is_dir():
         return Path(model_path).expanduser()
-    where = f"--model-path {model_path!r} is not a local folder" if model_path else "no --model-path was given"
+    where = (
+        f"--model-path {model_path!r} is not a local folder" if model_path else "no --model-path was given"
+    )
     raise UserError(f"no model config: {where}; pass --config with a config.json or a model folder")
 
 
@@ -70,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     parsed = parse_argv(argv, args.sglang)
     spec = parsed.spec
-    free_gib = _number("--free-gib", args.free_gib)
+    free_gib = _free_list(args.free_gib)
     weights_gib = _number("--weights-gib", args.weights_gib)
     draft_gib = _number("--draft-weights-gib", args.draft_weights_gib)
     n_gpus = _number("--gpus", args.gpus, integer=True)
@@ -79,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.gpu:
         gpu = parse_gpu(args.gpu)
     elif free_gib is not None:
-        mib = math.ceil(free_gib + 1) * 1024
+        mib = math.ceil(max(free_gib) + 1) * 1024
         gpu = GpuSpec(name=f"{mib} MiB GPU (assumed from --free-gib)", mib=mib)
         notes.append("No --gpu: the GPU total (which picks SGLang's defaults) is assumed from --free-gib.")
     else:
@@ -116,12 +141,15 @@ def render_text(report: Any, model: Any) -> str:
     r = report
     rows: list[tuple[str, str]] = []
     layers = f"{model.num_layers} layers"
-    if model.is_gdn_hybrid:
-        layers += f" ({model.full_attention_layers} full + {model.linear_attention_layers} linear attention)"
+    if model.is_hybrid_linear:
+        kind = "linear attention" if model.is_gdn_hybrid else "Mamba2"
+        layers += f" ({model.full_attention_layers} attention + {model.linear_attention_layers} {kind})"
     rows.append(("model", f"{model.architecture or model.model_type}, {layers}"))
     rows.append(("GPUs", f"{r.n_gpus} x {r.gpu_name} ({r.gpu_total_gib:.2f} GiB), TP {r.tp_size}"))
     rows.append(("rules", f"SGLang {r.sglang_version} ({r.family} family)"))
-    rows.append(("free before load P", f"{r.baseline_free_gib:.2f} GiB per GPU ({_src(r.baseline_estimated)})"))
+    rows.append(
+        ("free before load P", f"{r.baseline_free_gib:.2f} GiB per GPU ({_src(r.baseline_estimated)})")
+    )
     weights = f"{r.weights_gib:.2f} GiB per GPU ({_src(r.weights_estimated)})"
     if r.draft_weights_gib:
         weights += f", draft {r.draft_weights_gib:.2f} GiB ({_src(r.draft_weights_estimated)})"
@@ -140,7 +168,7 @@ def render_text(report: Any, model: Any) -> str:
         rows.append(
             (
                 "linear-attn state",
-                f"{m.max_mamba_cache_size} slots x {m.slot_bytes / 2**20:.1f} MiB = {m.state_gib:.2f} GiB "
+                f"{m.max_mamba_cache_size}+1 slots x {m.slot_bytes / 2**20:.1f} MiB = {m.state_gib:.2f} GiB "
                 f"({m.ssm_dtype} SSM, {m.strategy}, {m.ratio} slot(s)/request)",
             )
         )
@@ -150,13 +178,18 @@ def render_text(report: Any, model: Any) -> str:
         rows.append(
             (
                 "KV pool",
-                f"{r.kv_pool_gib:.2f} GiB / {r.kv_cell_bytes:,} B per token = {r.max_total_num_tokens:,} tokens "
+                f"{r.kv_pool_gib:.2f} GiB / {r.kv_cell_bytes:,} B per token = "
+                f"{r.max_total_num_tokens:,} tokens "
                 f"({r.kv_cache_dtype}, page {r.page_size})",
             )
         )
         if r.swa:
-            rows.append(("sliding window", f"full {r.swa['full_tokens']:,} / SWA {r.swa['swa_tokens']:,} tokens"))
-        rows.append(("max running requests", f"{r.max_running_requests} (context length {r.context_length:,})"))
+            rows.append(
+                ("sliding window", f"full {r.swa['full_tokens']:,} / SWA {r.swa['swa_tokens']:,} tokens")
+            )
+        rows.append(
+            ("max running requests", f"{r.max_running_requests} (context length {r.context_length:,})")
+        )
         rows.append(
             (
                 "slack",

@@ -28,7 +28,9 @@ ERROR_SETTLE_S = 1.0  # after the first fatal line, read this much longer so the
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("profile", help="a profile YAML file, or the name of one in sgtui's profiles dir")
     parser.add_argument("--host", help="run on this host instead of the profile's `host`")
-    parser.add_argument("--watch", action="store_true", help="follow the log until ready (exit 0) or failed (1)")
+    parser.add_argument(
+        "--watch", action="store_true", help="follow the log until ready (exit 0) or failed (1)"
+    )
     parser.add_argument(
         "--json-events", action="store_true", help="print one JSON object per event instead of text lines"
     )
@@ -78,15 +80,18 @@ class Printer:
     def elapsed(self) -> float:
         return round(time.monotonic() - self.t0, 1)
 
-    def emit(self, event: str, text: str, **data: Any) -> None:
+    def emit(self, event: str, human: str, /, **data: Any) -> None:
+        """`human` is the text line; `data` the JSON object's fields besides `event` and `elapsed`."""
         if self.json:
             line = json.dumps({"event": event, "elapsed": self.elapsed(), **data}, default=str)
         else:
-            line = f"[{self.elapsed():7.1f}s] {text}"
+            line = f"[{self.elapsed():7.1f}s] {human}"
         print(line, file=self.out, flush=True)
 
 
-async def launch(path: Path, *, host: str | None, watch: bool, printer: Printer, timeout: float | None) -> int:
+async def launch(
+    path: Path, *, host: str | None, watch: bool, printer: Printer, timeout: float | None
+) -> int:
     from sgtui.core.profiles import dump_profile, load_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
     from sgtui.remote.runs import RunManager
@@ -103,7 +108,8 @@ async def launch(path: Path, *, host: str | None, watch: bool, printer: Printer,
         record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
         printer.emit(
             "launched",
-            f"launched {profile.name} on {host_name} ({target.label}): pid {record.pid}, log {record.log_path}",
+            f"launched {profile.name} on {host_name} ({target.label}): pid {record.pid}, "
+            f"log {record.log_path}",
             run=record.to_json(),
         )
         if not watch:
@@ -119,7 +125,9 @@ async def launch(path: Path, *, host: str | None, watch: bool, printer: Printer,
 class Watch:
     """Follow one run to ready or failure: log chunks into the classifier, status polls on the side."""
 
-    def __init__(self, manager: RunManager, record: RunRecord, printer: Printer, timeout: float | None) -> None:
+    def __init__(
+        self, manager: RunManager, record: RunRecord, printer: Printer, timeout: float | None
+    ) -> None:
         from sgtui.core.logs import LogClassifier
 
         self.manager = manager

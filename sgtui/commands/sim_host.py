@@ -21,9 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenario",
         default=DEFAULT_SCENARIO,
-        help=f"which simulated host (default {DEFAULT_SCENARIO}): " + "; ".join(
-            f"{name}: {s.description}" for name, s in SCENARIOS.items()
-        ),
+        help=f"which simulated host (default {DEFAULT_SCENARIO}): "
+        + "; ".join(f"{name}: {s.description}" for name, s in SCENARIOS.items()),
     )
     parser.add_argument(
         "--speed",
@@ -67,7 +66,9 @@ async def _serve(scenario: object, port: int, config_dir: object, speed: float, 
         await host.start()
     except OSError as exc:
         await host.close()
-        raise UserError(f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another port")
+        raise UserError(
+            f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another port"
+        ) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

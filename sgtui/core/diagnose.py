@@ -122,16 +122,16 @@ def _fmt_mfs(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".") if value < 1 else "1"
 
 
-def mfs_suggestion(current: float | None, target: float, cost: str) -> Suggestion:
-    """A --mem-fraction-static change whose direction cannot be misread: the why says Raise or Lower."""
+def mfs_suggestion(current: float | None, target: float, cost: str, *, higher: bool = True) -> Suggestion:
+    """A --mem-fraction-static change whose direction cannot be misread: the why starts with Raise or
+    Lower (`higher` says which when the log does not show the value in use)."""
     target = round(target, 3)
-    if current is None:
-        verb = f"Set --mem-fraction-static to {_fmt_mfs(target)}"
-    elif target > current:
-        verb = f"{RAISE_MFS} --mem-fraction-static from {_fmt_mfs(current)} to {_fmt_mfs(target)}"
-    else:
-        verb = f"{LOWER_MFS} --mem-fraction-static from {_fmt_mfs(current)} to {_fmt_mfs(target)}"
-    return Suggestion("--mem-fraction-static", _fmt_mfs(target), f"{verb}: {cost}")
+    if current is not None:
+        higher = target > current
+    verb = RAISE_MFS if higher else LOWER_MFS
+    start = f" from {_fmt_mfs(current)}" if current is not None else ""
+    text = f"{verb} --mem-fraction-static{start} to {_fmt_mfs(target)}"
+    return Suggestion("--mem-fraction-static", _fmt_mfs(target), f"{text}: {cost}")
 
 
 def _raise_cost(baseline: float | None, target: float) -> str:
@@ -146,7 +146,7 @@ LOWER_COST = "a smaller KV pool (fewer tokens cached), and more slack for CUDA g
 
 
 def _phase_words(phase: str) -> str:
-    return PHASE_LABELS.get(phase, phase)
+    return "serving requests" if phase == "ready" else PHASE_LABELS.get(phase, phase)
 
 
 # ---- per error class -------------------------------------------------------------------------------------
@@ -198,7 +198,14 @@ def _not_enough_memory(ctx: _Context) -> Diagnosis:
     )
     if need is None and after is not None and baseline:
         need = 1 - after / baseline
-    shrink = need is None
+    if need is not None and mfs is not None and need < mfs:
+        # The pools did get memory; something inside them (Mamba state, speculative copies) took it all.
+        lines.append(
+            f"The pools did get {_gib(rest)}, so what they hold before the KV cache (Mamba state, its "
+            "speculative copies, the request table) took it all."
+        )
+        need = None
+    shrink = need is None and mfs is None
     if need is not None:
         target = math.ceil((need + 0.02) * 100) / 100
         lines.append(f"The smallest --mem-fraction-static that leaves the pools any memory is {need:.3f}.")
@@ -222,7 +229,7 @@ def _not_enough_memory(ctx: _Context) -> Diagnosis:
         )
     if shrink or (weights and baseline and weights > 0.85 * baseline):
         suggestions += _smaller_weights(ctx, weights)
-    suggestions += _fit_suggestions(ctx, suggestions)
+    suggestions = _with_fit(ctx, suggestions)
     return Diagnosis(
         "Not enough GPU memory for the KV cache", " ".join(lines), suggestions, "not_enough_memory"
     )
@@ -335,27 +342,49 @@ def _smaller_weights(ctx: _Context, weights: float | None) -> list[Suggestion]:
     return out
 
 
-def _fit_suggestions(ctx: _Context, already: list[Suggestion]) -> list[Suggestion]:
-    """The fit engine's own advice, for flags not suggested yet."""
-    taken = {s.flag for s in already}
-    out: list[Suggestion] = []
+_SGTUI_FIT_OPTIONS = frozenset(
+    {"--draft-weights-gib", "--weights-gib", "--free-gib", "--gpu", "--gpus", "--config"}
+)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _fit_mfs(current: float | None, value: float, code: str, note: str) -> Suggestion:
+    higher = "lower" not in code if current is None else value > current
+    cost = _raise_cost(None, value) if higher else LOWER_COST
+    return mfs_suggestion(current, value, cost + note, higher=higher)
+
+
+def _with_fit(ctx: _Context, suggestions: list[Suggestion]) -> list[Suggestion]:
+    """Merge the fit engine's advice: its --mem-fraction-static figure beats a rule of thumb, its request
+    limit is quoted, and flags only it suggests are appended (options of `sgtui fit` itself are not)."""
+    advice: dict[str, Mapping[str, Any]] = {}
     for warning in (ctx.fit or {}).get("warnings") or []:
-        if not isinstance(warning, Mapping):
-            continue
-        flag = warning.get("flag")
-        if not flag or flag in taken:
-            continue
+        if isinstance(warning, Mapping) and warning.get("flag") and warning["flag"] not in _SGTUI_FIT_OPTIONS:
+            advice.setdefault(str(warning["flag"]), warning)
+    current = ctx.num("mem_fraction_static")
+    merged: list[Suggestion] = []
+    for s in suggestions:
+        warning = advice.pop(s.flag, None) if s.flag else None
+        value = _number(warning.get("suggested_value")) if warning else None
+        if value is not None and s.flag == "--mem-fraction-static":
+            mine = _number(s.value) if s.value else None
+            if mine is None or value > mine:
+                s = _fit_mfs(current, value, str(warning.get("code", "")), " (the fit engine's figure)")
+        elif value is not None:
+            s = Suggestion(s.flag, s.value, f"{s.why} The fit engine's limit: {value:g}.")
+        merged.append(s)
+    for flag, warning in advice.items():
         value = warning.get("suggested_value")
+        number = _number(value)
         message = str(warning.get("message", ""))
-        if flag == "--mem-fraction-static" and isinstance(value, int | float) and not isinstance(value, bool):
-            current = ctx.num("mem_fraction_static")
-            cost = LOWER_COST if current is not None and value < current else _raise_cost(None, float(value))
-            out.append(mfs_suggestion(current, float(value), cost))
+        if flag == "--mem-fraction-static" and number is not None:
+            merged.append(_fit_mfs(current, number, str(warning.get("code", "")), ""))
         else:
-            shown = None if value is None or value is True else str(value)
-            out.append(Suggestion(str(flag), shown, message))
-        taken.add(flag)
-    return out
+            merged.append(Suggestion(flag, None if value is None or value is True else str(value), message))
+    return merged
 
 
 def _graph_bs_flag(ctx: _Context) -> str:
@@ -558,17 +587,29 @@ def _unsupported_model(ctx: _Context) -> Diagnosis:
 
 
 def _port_in_use(ctx: _Context) -> Diagnosis:
-    port = ctx.error.values.get("port") or ctx.facts.get("port")
-    detail = (
-        f"The HTTP server could not bind port {port}: another process is listening on it."
-        if port
-        else ("A port SGLang needs is already in use by another process.")
-    )
+    port = ctx.error.values.get("port")
+    http_port = ctx.facts.get("port")
     suggestions: list[Suggestion] = []
-    if isinstance(port, int):
+    if isinstance(port, int) and isinstance(http_port, int) and port != http_port:
+        detail = (
+            f"Port {port} is already taken by another process; SGLang needs it for its internal "
+            f"communication (it derives those ports from --port {http_port}, or NCCL's from --nccl-port)."
+        )
+        suggestions.append(
+            Suggestion(
+                "--port", None, "Pick another --port far from the old one: the internal ports move with it."
+            )
+        )
+    elif isinstance(port, int) or isinstance(http_port, int):
+        port = port if isinstance(port, int) else http_port
+        detail = f"The HTTP server could not bind port {port}: another process is listening on it."
         suggestions.append(
             Suggestion("--port", str(port + 1), "Use a free port; clients must use the new one.")
         )
+    else:
+        detail = "A port SGLang needs is already in use by another process."
+        suggestions.append(Suggestion("--port", None, "Use a free port; clients must use the new one."))
+    if isinstance(port, int):
         suggestions.append(
             Suggestion(
                 None,
@@ -577,8 +618,6 @@ def _port_in_use(ctx: _Context) -> Diagnosis:
                 "run that is still alive).",
             )
         )
-    else:
-        suggestions.append(Suggestion("--port", None, "Use a free port; clients must use the new one."))
     return Diagnosis("Port already in use", detail, suggestions, "port_in_use")
 
 
@@ -619,6 +658,17 @@ def _bad_arguments(ctx: _Context) -> Diagnosis:
             )
         )
         return Diagnosis("Context length longer than the model allows", detail, suggestions, "bad_arguments")
+    if values.get("flag") == "--tp-size" and values.get("count"):
+        count, tp = int(values["count"]), int(values.get("tp_size") or 0)
+        fits = [n for n in (8, 4, 2, 1) if count % n == 0 and n != tp]
+        detail = f"The model has {count} {values.get('what', 'heads')}, which {tp} GPUs cannot split evenly."
+        if fits:
+            suggestions.append(
+                Suggestion(
+                    "--tp-size", str(fits[0]), f"{fits[0]} divides {count}; each GPU holds an equal share."
+                )
+            )
+        return Diagnosis("Tensor parallel size does not fit the model", detail, suggestions, "bad_arguments")
     detail = f"SGLang rejected its command line: {text[:300]}"
     if text.startswith("ambiguous option"):
         m = re.match(r"ambiguous option: (\S+) could match (.*)", text)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from sgtui.core.fit import FitReport, FitWarning
+from sgtui.core.fit import TIGHT_SHARE
+from sgtui.core.fit_report import FitReport, FitWarning
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.model import ModelFacts
 
@@ -58,6 +59,22 @@ def _pools_fit(r: FitReport) -> bool:
     return r.error is None or r.error.startswith("torch.OutOfMemoryError")
 
 
+def _largest_roomy_fraction(spec: LaunchSpec, recompute: Recompute, current: int) -> int | None:
+    """The largest mfs (in thousandths) below `current` that leaves roomy slack and still fits.
+
+    Slack only grows as mfs falls while the KV pool shrinks, so "roomy slack" is monotone and the
+    answer is its upper edge, provided the pools still fit there."""
+
+    def roomy(t: int) -> bool:
+        r = recompute(_mfs(spec, t))
+        return r.slack_gib >= TIGHT_SHARE * r.activation_estimate_gib
+
+    t = _last_true(1, current - 1, roomy)
+    if t is None or recompute(_mfs(spec, t)).verdict != "fits":
+        return None
+    return t
+
+
 def _summary(r: FitReport) -> str:
     if r.verdict == "fails":
         return "still fails"
@@ -76,7 +93,9 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
         r = recompute(_mfs(spec, t))
         return _pools_fit(r) and r.max_total_num_tokens >= r.context_length
 
-    if report.error and "radix cache" in report.error:
+    if report.available_after_weights_gib < 0:
+        _weights_do_not_fit(report, spec)
+    elif report.error and "radix cache" in report.error:
         no_radix = replace(spec, disable_radix_cache=True)
         alt = recompute(no_radix)
         w.append(
@@ -90,9 +109,48 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
         )
         if alt.verdict == "fails":
             _spec_decoding_advice(alt, recompute, no_radix, model, into=report, prefix="With it, ")
-    elif report.verdict == "fails" and report.error and "context_length" not in report.error:
+    elif report.error and "memory capacity is unbalanced" in report.error:
+        w.append(
+            FitWarning(
+                "unbalanced_gpus",
+                "One GPU has more than 10 % less free memory than another: another process (or a killed "
+                "run) still holds memory there. Free it first; SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 "
+                "skips the check, and then the poorest GPU sizes every rank.",
+            )
+        )
+    elif report.error and "SWA pool" in report.error:
+        w.append(
+            FitWarning(
+                "swa_pool_too_small",
+                "The sliding-window pool (full tokens x --swa-full-tokens-ratio) must exceed the window plus "
+                "one page: raise --swa-full-tokens-ratio, or give the KV pool more tokens (a larger or no "
+                "--max-total-tokens, a higher --mem-fraction-static).",
+                "--swa-full-tokens-ratio",
+            )
+        )
+    elif report.error and "context_length" in report.error:
+        w.append(
+            FitWarning(
+                "context_too_long",
+                f"Lower --context-length to {model.context_length} (what the model's config allows), or set "
+                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 if you know the model handles more.",
+                "--context-length",
+                model.context_length,
+            )
+        )
+    elif report.error and "extra_buffer is not compatible" in report.error:
+        alt = recompute(replace(spec, mamba_strategy="no_buffer"))
+        w.append(
+            FitWarning(
+                "extra_buffer_without_radix",
+                f"Use {_strategy_flag(report.family)} no_buffer with --disable-radix-cache: {_summary(alt)}.",
+                _strategy_flag(report.family),
+                "no_buffer",
+            )
+        )
+    elif report.verdict == "fails" and report.error:
         if "out of memory" in report.error:
-            best = _last_true(1, current - 1, lambda t: recompute(_mfs(spec, t)).verdict == "fits")
+            best = _largest_roomy_fraction(spec, recompute, current)
             if best is not None:
                 w.append(
                     FitWarning(
@@ -127,8 +185,9 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
                 w.append(
                     FitWarning(
                         "does_not_fit",
-                        "No --mem-fraction-static up to 0.99 makes this fit: use more GPUs (a larger "
-                        "--tp-size), a quantized checkpoint, or a shorter --context-length.",
+                        "No --mem-fraction-static up to 0.99 gets past the pool sizing: see the other "
+                        "suggestions, or use more GPUs (a larger --tp-size) or a smaller (quantized) "
+                        "checkpoint.",
                     )
                 )
     _spec_decoding_advice(report, recompute, spec, model)
@@ -158,7 +217,7 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
             )
         )
     if report.verdict == "tight":
-        best = _last_true(1, current - 1, lambda t: recompute(_mfs(spec, t)).verdict == "fits")
+        best = _largest_roomy_fraction(spec, recompute, current)
         lower = (
             f"Lower --mem-fraction-static to {best / 1000:.3f} ({LOWER_WHY}) or lower --cuda-graph-max-bs."
             if best is not None
@@ -168,8 +227,8 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
             FitWarning(
                 "tight_slack",
                 f"Only {report.slack_gib:.2f} GiB stays free for CUDA graphs and activations; SGLang's own "
-                f"estimate for this GPU tier is {report.activation_estimate_gib:.2f} GiB, and a capture failure "
-                f"or CUDA OOM under load is likely. {lower}",
+                f"estimate for this GPU tier is {report.activation_estimate_gib:.2f} GiB, so a failed "
+                f"CUDA graph capture or a CUDA OOM under load is likely. {lower}",
                 "--mem-fraction-static",
                 best / 1000 if best is not None else None,
             )
@@ -178,7 +237,8 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
         w.append(
             FitWarning(
                 "baseline_estimated",
-                f"Free memory before loading (P = {report.baseline_free_gib:.2f} GiB) is an estimate: the GPU "
+                f"Free memory before loading (P = {report.baseline_free_gib:.2f} GiB) is an estimate: "
+                "the GPU "
                 "total minus about 1 GiB for the CUDA context and NCCL. Pass --free-gib with the value of "
                 '"Load weight begin. avail mem=" from a log for an exact answer.',
                 "--free-gib",
@@ -205,6 +265,24 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
         )
 
 
+def _weights_do_not_fit(report: FitReport, spec: LaunchSpec) -> None:
+    """The checkpoint is larger than the free memory: no flag but more GPUs (or fewer bytes) helps."""
+    total = report.weights_gib * spec.tp_size + (report.draft_weights_gib * spec.tp_size)
+    room = report.baseline_free_gib * report.mem_fraction_static
+    tp = next((n for n in (2, 4, 8, 16) if n > spec.tp_size and total / n < room), None)
+    more = f"--tp-size {tp} ({tp} GPUs)" if tp else "more GPUs than one node has"
+    report.warnings.append(
+        FitWarning(
+            "weights_exceed_gpu",
+            f"The weights alone ({report.weights_gib:.1f} GiB per GPU) exceed the free memory "
+            f"({report.baseline_free_gib:.1f} GiB): loading runs out of memory. Use {more}, or a quantized "
+            "checkpoint.",
+            "--tp-size" if tp else None,
+            tp,
+        )
+    )
+
+
 def _spec_decoding_advice(
     report: FitReport,
     recompute: Recompute,
@@ -216,7 +294,7 @@ def _spec_decoding_advice(
 ) -> None:
     """With speculative decoding on a hybrid model the state per running request dominates: find the
     largest --max-running-requests whose pool still holds one full context (else the largest that fits)."""
-    if report.verdict != "fails" or report.error is None or not model.is_gdn_hybrid:
+    if report.verdict != "fails" or report.error is None or not model.is_hybrid_linear:
         return
     if not spec.speculative_algorithm or "radix cache" in report.error or "context_length" in report.error:
         return
@@ -229,8 +307,14 @@ def _spec_decoding_advice(
         r = at(n)
         return r.verdict != "fails" and r.max_total_num_tokens >= r.context_length
 
-    best = _last_true(1, start - 1, holds_context) or _last_true(
-        1, start - 1, lambda n: at(n).verdict != "fails"
+    def serves_all(n: int) -> bool:
+        """Fits, holds a full context, and the state cache does not cap the n requests lower."""
+        return holds_context(n) and at(n).max_running_requests >= n
+
+    best = (
+        _last_true(1, start - 1, serves_all)
+        or _last_true(1, start - 1, holds_context)
+        or _last_true(1, start - 1, lambda n: at(n).verdict != "fails")
     )
     if best is None:
         return
@@ -238,7 +322,8 @@ def _spec_decoding_advice(
     (into or report).warnings.append(
         FitWarning(
             "lower_max_running_requests",
-            f"{prefix}{'lower' if prefix else 'Lower'} --max-running-requests to {best} or less (each running request reserves {d} "
+            f"{prefix}{'lower' if prefix else 'Lower'} --max-running-requests to {best} or less "
+            f"(each running request reserves {d} "
             f"speculative copies of the linear-attention state): {_summary(at(best))}.",
             "--max-running-requests",
             best,
@@ -248,12 +333,15 @@ def _spec_decoding_advice(
 
 def _mamba_advice(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: ModelFacts) -> None:
     """What bf16 SSM state or dropping extra_buffer would give."""
-    if model.linear is None or (report.error is not None and "radix cache" in report.error):
+    if not model.is_hybrid_linear or (report.error is not None and "radix cache" in report.error):
         return
     m = report.mamba
-    ssm = (spec.mamba_ssm_dtype or model.linear.ssm_dtype or "float32").lower()
+    config_ssm = model.linear.ssm_dtype if model.linear else model.mamba2.ssm_dtype if model.mamba2 else None
+    ssm = (spec.mamba_ssm_dtype or config_ssm or "float32").lower()
     if ssm in ("float32", "fp32"):
         alt = recompute(replace(spec, mamba_ssm_dtype="bfloat16"))
+        if report.verdict == "fails" and alt.verdict == "fails":
+            return
         report.warnings.append(
             FitWarning(
                 "mamba_ssm_dtype_bf16",

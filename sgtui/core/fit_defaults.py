@@ -15,7 +15,6 @@ from sgtui.core.flags import LaunchSpec
 from sgtui.core.model import PIECEWISE_DISABLED_ARCHS, ModelFacts
 
 FAMILIES = ("0.5.9", "0.5.11", "0.5.23")
-EAGLE_LIKE = frozenset({"EAGLE", "EAGLE3", "NEXTN", "MTP"})
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -79,15 +78,35 @@ def prefill_graph_sizes(max_tokens: int) -> int:
     return sum(1 for s in sizes if s <= max_tokens)
 
 
+# 0.5.23 configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs (a subset).
+BREAKABLE_OK_MULTIMODAL = frozenset(
+    {
+        "Qwen3_5ForConditionalGeneration",
+        "Qwen3_5MoeForConditionalGeneration",
+        "KimiK25ForConditionalGeneration",
+    }
+)
+
+
 def prefill_graph_enabled(spec: LaunchSpec, model: ModelFacts, family: str) -> bool:
-    """0.5.9: opt-in. 0.5.11/0.5.23: on by default, auto-off for VLMs, DP attention, torch.compile, PP..."""
+    """Whether the prefill CUDA graph is captured (and so reserved for in the automatic mfs).
+
+    0.5.9: the piecewise graph is opt-in. 0.5.11: on by default, off for some architectures, VLMs,
+    DP attention, torch.compile, PP and hierarchical cache (server_args._handle_piecewise_cuda_graph).
+    0.5.23: the breakable graph is on by default and off for multimodal models outside an allowlist
+    and for DeepSeek-V4 (cuda_graph_hook.disable_breakable_cudagraph_if_incompatible)."""
     if family == "0.5.9":
         return spec.enable_piecewise_cuda_graph and not spec.disable_piecewise_cuda_graph
-    if spec.disable_piecewise_cuda_graph or (family == "0.5.23" and spec.disable_cuda_graph):
+    if spec.disable_piecewise_cuda_graph:
         return False
+    multimodal = model.is_multimodal and not spec.language_only
+    if family == "0.5.23":
+        if spec.disable_cuda_graph or model.architecture.startswith("DeepseekV4"):
+            return False
+        return not (multimodal and model.architecture not in BREAKABLE_OK_MULTIMODAL)
     return not (
         model.architecture in PIECEWISE_DISABLED_ARCHS
-        or (model.is_multimodal and not spec.language_only)
+        or multimodal
         or spec.enable_dp_attention
         or spec.enable_torch_compile
         or spec.pp_size > 1
@@ -114,7 +133,7 @@ def resolve_defaults(spec: LaunchSpec, model: ModelFacts, gpu_mib: int, family: 
             max_bs = min(max_bs, spec.max_running_requests)
     prefill_graph = prefill_graph_enabled(spec, model, family)
     graph_tokens = chunk if not model.is_mla else (2048 if family != "0.5.23" else min(8192, chunk))
-    if spec.max_total_tokens is not None:
+    if spec.max_total_tokens is not None and family != "0.5.9":
         graph_tokens = min(graph_tokens, spec.max_total_tokens)
     n_sizes = prefill_graph_sizes(graph_tokens) if prefill_graph else 0
 
@@ -126,7 +145,8 @@ def resolve_defaults(spec: LaunchSpec, model: ModelFacts, gpu_mib: int, family: 
         if max_bs > 300:
             activation += 1.5 * max_bs * spec.dp_size
     if prefill_graph:
-        activation += 1536 if model.is_mla else 8 * n_sizes
+        # 8 MiB per captured size; from 0.5.11 on an MLA backend reserves a flat 1.5 GiB instead
+        activation += 1536 if model.is_mla and family != "0.5.9" else 8 * n_sizes
     reserved = activation + spec.tp_size * spec.pp_size / 8 * 1024
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)

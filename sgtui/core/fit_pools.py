@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sgtui.core.errors import UserError
 from sgtui.core.flags import LaunchSpec
-from sgtui.core.model import DTYPE_BYTES, ModelFacts
+from sgtui.core.model import DTYPE_BYTES, ModelFacts, estimate_param_count, mtp_weight_bytes
 
 KV_DTYPE_BYTES: dict[str, float] = {
     "fp8_e4m3": 1,
@@ -38,6 +38,31 @@ def model_dtype(spec: LaunchSpec, model: ModelFacts) -> str:
     if model.dtype == "float32":
         return "bfloat16" if model.model_type.startswith("gemma") else "float16"
     return model.dtype
+
+
+# Bytes per linear-layer parameter when SGLang quantizes an unquantized checkpoint on load (--quantization).
+_ONLINE_QUANT_BYTES = {"fp8": 1.0, "w8a8_fp8": 1.0, "w8a8_int8": 1.0, "awq": 0.5, "gptq": 0.5, "mxfp4": 0.5}
+
+
+def weight_bytes_on_gpu(spec: LaunchSpec, model: ModelFacts) -> tuple[int, bool]:
+    """(bytes, estimated) of the target model as loaded: the checkpoint without its MTP/NextN layers,
+    converted to the runtime dtype (a float32 checkpoint runs in 16 bits) or quantized on load by
+    --quantization (embeddings stay)."""
+    total = model.weight_bytes
+    if not model.weights_estimated:
+        total -= mtp_weight_bytes(model)  # the target skips the checkpoint's MTP/NextN tensors
+    if model.quant_method is not None:
+        return total, model.weights_estimated
+    stored = DTYPE_BYTES.get(model.dtype, 2)
+    runtime = DTYPE_BYTES.get(model_dtype(spec, model), 2)
+    total = total * runtime // stored
+    online = _ONLINE_QUANT_BYTES.get((spec.quantization or "").lower())
+    if online is None:
+        return total, model.weights_estimated
+    params = max(1, estimate_param_count(model))
+    embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
+    embed_share = min(1.0, embed / params)
+    return int(total * embed_share + total * (1 - embed_share) * online / runtime), True
 
 
 def kv_dtype(spec: LaunchSpec, model: ModelFacts) -> tuple[str, float]:
@@ -96,8 +121,12 @@ def kv_layout(spec: LaunchSpec, model: ModelFacts, family: str, elem: float) -> 
         assert model.kv_lora_rank is not None and model.qk_rope_head_dim is not None
         layers = _layers_per_stage(model.num_layers, spec.pp_size)
         dim = model.kv_lora_rank + model.qk_rope_head_dim
+        indexer = 0
+        if model.dsa_index_head_dim:
+            # uint8 index keys plus one fp32 scale per 128 values (pool_configurator._compute_cell_size)
+            indexer = (model.dsa_index_head_dim + model.dsa_index_head_dim // 128 * 4) * layers
         return KvLayout(
-            cell_bytes=dim * layers * elem,
+            cell_bytes=dim * layers * elem + indexer,
             kv_heads_per_gpu=1,
             kv_layers=layers,
             k_bytes_per_token_layer=dim * elem,
@@ -166,26 +195,47 @@ class StateShape:
 _SSM_DTYPES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 
 
+def _ssm_dtype(spec: LaunchSpec, config_dtype: str | None) -> tuple[str, int]:
+    """--mamba-ssm-dtype, else the config's mamba_ssm_dtype, else float32 (configs/mamba_utils.py)."""
+    name = (spec.mamba_ssm_dtype or config_dtype or "float32").lower()
+    if name not in _SSM_DTYPES:
+        raise UserError(
+            f"--mamba-ssm-dtype {spec.mamba_ssm_dtype!r}: unknown; use float32, bfloat16 or float16"
+        )
+    name = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}.get(name, name)
+    return name, _SSM_DTYPES[name]
+
+
 def state_shape(spec: LaunchSpec, model: ModelFacts) -> StateShape | None:
-    """The per-slot state of a GDN hybrid (None for models without linear attention)."""
+    """The per-slot recurrent state of a GDN or Mamba2 hybrid (None for models without one)."""
+    t = attention_tp(spec)
+    layers = _layers_per_stage(model.linear_attention_layers, spec.pp_size)
+    if model.mamba2 is not None:
+        mb = model.mamba2
+        groups = mb.n_groups if mb.n_groups % t == 0 else mb.n_groups + (t - mb.n_groups)
+        conv_dim = mb.intermediate_size + 2 * groups * mb.state_size
+        ssm_name, ssm_bytes = _ssm_dtype(spec, mb.ssm_dtype)
+        return StateShape(
+            conv_dim_per_gpu=conv_dim // t,
+            conv_kernel=mb.conv_kernel,
+            ssm_numel_per_layer=(mb.num_heads // t) * mb.head_dim * mb.state_size,
+            ssm_dtype=ssm_name,
+            ssm_bytes=ssm_bytes,
+            linear_layers=layers,
+        )
     la = model.linear
     if la is None or not model.is_gdn_hybrid:
         return None
-    t = attention_tp(spec)
     nk = la.num_key_heads
     if nk % t:
         nk = math.ceil(nk / t) * t
     conv_dim = la.value_head_dim * la.num_value_heads + 2 * nk * la.key_head_dim
-    ssm_name = (spec.mamba_ssm_dtype or la.ssm_dtype or "float32").lower()
-    if ssm_name not in _SSM_DTYPES:
-        raise UserError(
-            f"--mamba-ssm-dtype {spec.mamba_ssm_dtype!r}: unknown; use float32, bfloat16 or float16"
-        )
+    ssm_name, ssm_bytes = _ssm_dtype(spec, la.ssm_dtype)
     return StateShape(
         conv_dim_per_gpu=conv_dim // t,
         conv_kernel=la.conv_kernel_dim,
         ssm_numel_per_layer=(la.num_value_heads // t) * la.value_head_dim * la.key_head_dim,
-        ssm_dtype={"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}.get(ssm_name, ssm_name),
-        ssm_bytes=_SSM_DTYPES[ssm_name],
-        linear_layers=_layers_per_stage(model.linear_attention_layers, spec.pp_size),
+        ssm_dtype=ssm_name,
+        ssm_bytes=ssm_bytes,
+        linear_layers=layers,
     )

@@ -30,7 +30,9 @@ _CLOUD_SEVERITIES = (
     "ALERT ",
     "EMERGENCY ",
 )
-_CLOUD_PREFIX = re.compile(r"([A-Z]+) (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?) ")
+_CLOUD_PREFIX = re.compile(
+    r"(?:[A-Z]+ )?\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]? "
+)
 
 
 def strip_ansi(text: str) -> str:
@@ -39,28 +41,46 @@ def strip_ansi(text: str) -> str:
 
 def last_segment(text: str) -> str:
     """The text a terminal would show for a line rewritten with `\\r` (tqdm): its last non-empty segment."""
-    if "\r" not in text:
-        return text
-    for segment in reversed(text.split("\r")):
-        if segment.strip():
-            return segment
-    return ""
+    end = len(text)
+    while True:
+        cut = text.rfind("\r", 0, end)
+        if cut < 0:
+            return text[:end] if text[:end].strip() else ""
+        if text[cut + 1 : end].strip():
+            return text[cut + 1 : end]
+        end = cut
 
 
 def cloud_prefix(line: str) -> tuple[str, str] | None:
-    """(timestamp, rest) for a cloud-logging export line (`ERROR 2025-04-05T00:01:19.5Z ...`), else None."""
-    if not line.startswith(_CLOUD_SEVERITIES):
+    """(timestamp, rest) for a line a log collector stamped: a cloud-logging export
+    (`ERROR 2025-04-05T00:01:19.5Z ...`), `docker logs -t` (`2025-11-06T02:10:00.7Z ...`) or a bracketed
+    RFC 3339 stamp (`[2025-11-06T02:10:00.703Z] ...`); None for anything else."""
+    if not line.startswith(_CLOUD_SEVERITIES) and not (len(line) > 20 and "T" in (line[10], line[11])):
         return None
     m = _CLOUD_PREFIX.match(line)
     if m is None:
         return None
-    return m.group(2), line[m.end() :]
+    return m.group(1), line[m.end() :]
+
+
+_TORCH_RANK = re.compile(r"\[rank(\d+)\]: ?")
+_OLD_RANK = re.compile(r"Rank (\d+): ")
 
 
 def split_prefix(line: str) -> tuple[str | None, tuple[str, ...], str]:
-    """(time as printed, ranks, body) of one line; a line without an SGLang prefix is all body."""
+    """(time as printed, ranks, body) of one line; a line without an SGLang prefix is all body.
+
+    torch.distributed's own `[rank3]: ` prefix counts as a rank too."""
     if not line.startswith("["):
+        if line.startswith("Rank "):  # 0.1.x: "Rank 0: load weight begin."
+            m = _OLD_RANK.match(line)
+            if m is not None:
+                return None, (f"TP{m.group(1)}",), line[m.end() :]
         return None, (), line
+    if line.startswith("[rank"):
+        m = _TORCH_RANK.match(line)
+        if m is not None:
+            return None, (f"rank{m.group(1)}",), line[m.end() :]
     m = _SGLANG_PREFIX.match(line)
     if m is None or (m.group(2) is None and not m.group(3)):
         return None, (), line

@@ -49,6 +49,8 @@ DRAFT_MEM = re.compile(r"mem usage=" + _NUM + r" ?GB")
 
 SUMMARY_FACTS = {
     "max_total_num_tokens": "max_total_num_tokens",
+    "max_total_num_token": "max_total_num_tokens",  # 0.1.x
+    "max_prefill_num_token": "max_prefill_tokens",
     "chunked_prefill_size": "chunked_prefill_size",
     "max_prefill_tokens": "max_prefill_tokens",
     "max_running_requests": "max_running_requests",
@@ -321,6 +323,7 @@ _ARCH = re.compile(
 _HF_ARCH = re.compile(r"model type `([^`]+)` but Transformers does not recognize")
 _PORT_TUPLE = re.compile(r"address \(?'?([^',)]*)'?,\s*(\d+)")
 _PORT_WORD = re.compile(r"[Pp]ort[ =:]+(\d{2,5})")
+_PORT_ADDR = re.compile(r"(?:tcp://[\w.\-]+|\[[0-9a-fA-F:.]*\]|\b\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b")
 _DIED = re.compile(r"Rank (\d+) scheduler (?:is dead|died during initialization \(exit code: (-?\d+)\))")
 _EXIT_CODE = re.compile(r"exit ?code[: =]+(-?\d+)")
 _ARG_ERROR = re.compile(
@@ -328,6 +331,9 @@ _ARG_ERROR = re.compile(
     r"the following arguments are required: .*|invalid choice: .*)"
 )
 _INCOMPATIBLE = re.compile(r"Speculative decoding for (\w+) is not compatible with radix cache")
+_DIVISIBLE = re.compile(
+    r"Total number of ([\w ]+?) \((\d+)\) must be divisible by tensor parallel size \((\d+)\)"
+)
 _CONTEXT_TOO_LONG = re.compile(
     r"User-specified context_length \((\d+)\) is greater than the derived "
     r"context_length \((\d+)\)"
@@ -376,6 +382,12 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     if "Transformers does not recognize" in body:
         m = _HF_ARCH.search(body)
         return "unsupported_model", "fatal", {"model_type": m.group(1)} if m else {}
+    if "nsupported architecture" in body and body[:1].isalpha():
+        return "unsupported_model", "fatal", {}
+    if "must be divisible by tensor parallel size" in body:
+        m = _DIVISIBLE.search(body)
+        values = {"what": m.group(1), "count": int(m.group(2)), "tp_size": int(m.group(3))} if m else {}
+        return "bad_arguments", "fatal", {"flag": "--tp-size", **values}
     if "in use" in body and ("already in use" in body or "Address in use" in body):
         lowered = body.lower()
         if "trying" in lowered or "try next" in lowered or "retry" in lowered:
@@ -406,7 +418,7 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         if code == -9:
             return "oom_killed", "cause", {"exit_code": code, "rank": int(m.group(1)) if m else None}
         return None, "death", {"exit_code": code}
-    if "Scheduler hit an exception" in body or "Initialization failed" in body:
+    if " hit an exception" in body or "Initialization failed" in body:
         return None, "death", {}
     if "Killed" in body:
         if "Killed process" in body and ("Out of memory" in body or "oom" in body.lower()):
@@ -458,10 +470,11 @@ def oom_values(body: str) -> dict[str, Any]:
 
 
 def port_values(body: str) -> dict[str, Any]:
+    """The port a bind error names: `address ('::', 31000)`, `port 30001`, `tcp://h:30001`, `[::]:29500`."""
     m = _PORT_TUPLE.search(body)
     if m:
         return {"host": m.group(1), "port": int(m.group(2))}
-    m = _PORT_WORD.search(body)
+    m = _PORT_WORD.search(body) or _PORT_ADDR.search(body)
     return {"port": int(m.group(1))} if m else {}
 
 

@@ -279,7 +279,8 @@ def resolve_error(state: StartupState) -> ErrorInfo | None:
     if chosen is None:
         killed = [s for s in deaths if s.values.get("killed") or s.values.get("exit_code") == -9]
         sigquit = any(s.values.get("sigquit") for s in deaths)
-        if (killed and not sigquit) or state.exit_code in (-9, 137):
+        # SGLang's sigquit handler SIGKILLs its own tree, so -9 after a sigquit is not the OOM killer.
+        if (killed or state.exit_code in (-9, 137)) and not sigquit:
             source = killed[0] if killed else death
             if source is None:
                 return ErrorInfo(

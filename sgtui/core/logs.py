@@ -53,6 +53,7 @@ __all__ = [
 # what the runtime measured, and the scheduler's final summary.
 _FROM_COMMAND, _FROM_ERROR, _FROM_ARGS, _FROM_RUNTIME, _FROM_SUMMARY = range(5)
 
+ANSWERED = "answered_after_uvicorn"  # a note: a POST got 200 after Uvicorn started (ready without the line)
 NEW_STYLE = "sglang_0_5_23_style"  # a note: the log uses 0.5.23-era wordings (flag names differ there)
 _PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
 _MAX_SIGNALS = 400
@@ -73,6 +74,7 @@ class LogClassifier:
         self._fact_source: dict[str, int] = {}
         self._load_ends: dict[str, int] = {}
         self._last_progress: tuple[Any, ...] | None = None
+        self._awaiting_first_answer = False
 
     # ---- input -------------------------------------------------------------------------------------------
 
@@ -140,10 +142,14 @@ class LogClassifier:
     # ---- one line ----------------------------------------------------------------------------------------
 
     def _handle(self, raw: str, n: int, events: list[LogEvent]) -> None:
-        if "batch. #" in raw or "HTTP/1." in raw:
-            return  # "Prefill batch. #new-seq" / "Decode batch. #running-req" / access log: the bulk of a log
         if len(raw) > LINE_CAP:
             raw = _cap(raw)
+        if "Decode batch" in raw or "Prefill batch" in raw:
+            return  # per-step batch stats: the bulk of a serving log, never a milestone
+        if "HTTP/1." in raw:
+            if self._awaiting_first_answer and '" 200' in raw and "POST " in raw:
+                self._first_answer(raw, n, events)
+            return  # the access log: only its first answered POST after Uvicorn starts means anything
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")
         if "\r" in raw:
@@ -157,9 +163,19 @@ class LogClassifier:
             raw = raw[cut:]
         self._record(raw, n, events)
 
+    def _first_answer(self, raw: str, n: int, events: list[LogEvent]) -> None:
+        """The server answered a request (the warm-up's or a client's): it serves, even in versions that
+        never print "fired up and ready to roll"."""
+        self._awaiting_first_answer = False
+        if "ready" not in self.state.milestones:
+            self.state.notes.add(ANSWERED)
+            time, _, _ = split_prefix(raw)
+            self._advance("ready", n, time, parse_seconds(time), events)
+
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
         cloud_time = None
-        if line[:1].isupper():
+        first = line[:1]
+        if first.isupper() or first.isdigit() or (first == "[" and line[11:12] == "T"):
             cloud = cloud_prefix(line)
             if cloud is not None:
                 cloud_time, line = cloud
@@ -182,7 +198,7 @@ class LogClassifier:
         if first == "#":
             self._comment(body)
             return
-        if first == " " and body.lstrip().startswith('File "'):
+        if (first == " " or first == "F") and body.lstrip().startswith('File "'):
             hint = rules.frame_hint(body)
             if hint is not None:
                 self._hint = hint
@@ -220,7 +236,7 @@ class LogClassifier:
             self._facts(facts, _FROM_ARGS)
             self._milestone("server_args", n, time, ranks, {}, body, events)
             return True
-        if "Init torch distributed" in body or "Memory baseline taken" in body:
+        if "Init torch distributed" in body or "Memory baseline taken" in body or "Init nccl begin" in body:
             if body.startswith("Memory baseline taken"):
                 self.state.notes.add(NEW_STYLE)
             values: dict[str, Any] = {}
@@ -230,16 +246,16 @@ class LogClassifier:
                 self._fact("distributed_init_mem_gib", values["mem_usage_gib"], _FROM_RUNTIME)
             self._milestone("init_torch_distributed", n, time, ranks, values, body, events)
             return True
-        if "Load weight begin" in body:
+        if "oad weight begin" in body:  # "Load weight begin. avail mem=..."; 0.1.x "load weight begin."
             m = rules.LOAD_BEGIN.search(body)
             values = {"avail_gib": rules.num(m.group(1))} if m else {}
             if m and not self._is_draft_load(ranks, peek=True):
                 self._fact("load_weight_begin_avail_gib", values["avail_gib"], _FROM_RUNTIME)
             self._milestone("load_weight_begin", n, time, ranks, values, body, events)
             return True
-        if "Load weight end" in body:
+        if "oad weight end" in body:
             values = rules.parse_load_end(body)
-            if "mem_usage_gib" not in values:
+            if not values and not body.startswith("load weight end"):
                 return False
             if self._is_draft_load(ranks, model_type=values.get("type")):
                 self._fact("draft_weight_mem_gib", values.get("mem_usage_gib"), _FROM_RUNTIME)
@@ -337,7 +353,7 @@ class LogClassifier:
                 self._fact("cuda_graph_batch_sizes", len(sizes), _FROM_RUNTIME)
                 self._fact("cuda_graph_max_bs_captured", max(sizes, default=None), _FROM_RUNTIME)
             return True
-        if "max_total_num_tokens=" in body:
+        if body.startswith("max_total_num_token"):  # the scheduler's summary; 0.1.x says "num_token="
             values = rules.parse_summary(body)
             if "max_total_num_tokens" not in values:
                 return False
@@ -352,6 +368,7 @@ class LogClassifier:
             if m:
                 self._fact("uvicorn_address", f"{values['host']}:{values['port']}", _FROM_RUNTIME)
             self._milestone("uvicorn_running", n, time, ranks, values, body, events)
+            self._awaiting_first_answer = "ready" not in self.state.milestones
             return True
         if "fired up and ready to roll" in body:
             self._milestone("ready", n, time, ranks, {}, body, events)
@@ -526,7 +543,7 @@ class LogClassifier:
 
 def _cap(raw: str) -> str:
     """Bound a long line: keep the last `\\r` segment of a progress bar, a server_args dump's useful part."""
-    if "\r" in raw[-LINE_CAP:] or "\r" in raw[:LINE_CAP]:
+    if "\r" in raw[-LINE_CAP:]:
         raw = last_segment(raw)
     if raw.find("server_args=", 0, 256) >= 0 or raw.find("ServerArgs(", 0, 256) >= 0:
         return raw[:SERVER_ARGS_CAP]
@@ -561,7 +578,7 @@ class LogAnalysis:
             return "failed"
         if self.state.exited and self.state.exit_code not in (None, 0):
             return "failed"
-        if "ready" in self.state.milestones:
+        if "ready" in self.state.milestones or ANSWERED in self.state.notes:
             return "ready"
         if "server_args" in self.state.milestones and not self.state.exited:
             return "starting"

@@ -1,17 +1,18 @@
 """Model facts read from a Hugging Face config.json (and the checkpoint's weight bytes).
 
-The fit engine needs the handful of shapes SGLang itself reads when it sizes its memory pools, plus
-the checkpoint size. Everything here mirrors SGLang's own derivations (see docs/sglang-memory notes):
-the text config of multimodal wrappers, the context length, the full/linear and full/sliding layer
-splits. Reading weight bytes never loads tensors: the index's ``metadata.total_size`` or the JSON
-headers of the safetensors shards are enough.
+The fit engine needs the handful of shapes SGLang itself reads when it sizes its memory pools, plus the
+checkpoint size. Everything here mirrors SGLang's own derivations (configs/model_config.py,
+configs/qwen3_next.py, configs/mamba_utils.py, utils/hf_transformers/common.py): the text config of
+multimodal wrappers, the context length, the full/linear and full/sliding layer splits. Reading weight
+bytes never loads tensors: the index's ``metadata.total_size`` or the JSON headers of the safetensors
+shards are enough.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,18 @@ MULTIMODAL_ARCHS = frozenset(
     }
 )
 
+# configs/model_config.py is_deepseek_nsa: these architectures with index_topk use DeepSeek sparse attention.
+DSA_ARCHS = frozenset(
+    {
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "DeepseekV3ForCausalLMNextN",
+        "MistralLarge3ForCausalLM",
+        "PixtralForConditionalGeneration",
+        "GlmMoeDsaForCausalLM",
+    }
+)
+
 # SGLang's piecewise_cuda_graph_disabled_model_archs (0.5.11).
 PIECEWISE_DISABLED_ARCHS = frozenset(
     {
@@ -162,6 +175,21 @@ class LinearAttention:
 
 
 @dataclass(frozen=True)
+class Mamba2:
+    """Mamba2 mixer dimensions (NemotronH, Granite 4.0-H, Falcon-H1), as Mamba2StateShape reads them."""
+
+    intermediate_size: int
+    n_groups: int
+    num_heads: int
+    head_dim: int
+    state_size: int
+    conv_kernel: int
+    ssm_dtype: str | None
+    mamba_layers: int
+    attention_layers: int
+
+
+@dataclass(frozen=True)
 class ModelFacts:
     """What SGLang reads from a model's config to size its memory pools, plus the checkpoint size."""
 
@@ -182,6 +210,8 @@ class ModelFacts:
     # MLA (DeepSeek V2/V3, Kimi): the KV cell is (kv_lora_rank + qk_rope_head_dim) per layer, not per head.
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    # DeepSeek sparse attention (V3.2, GLM-5): an indexer key per token and layer next to the MLA latent.
+    dsa_index_head_dim: int | None = None
     # MoE sizes, only for the weight estimate.
     num_experts: int = 0
     moe_intermediate_size: int = 0
@@ -196,6 +226,7 @@ class ModelFacts:
     # Hybrid linear attention (GDN): every full_attention_interval-th layer holds KV.
     full_attention_interval: int | None = None
     linear: LinearAttention | None = None
+    mamba2: Mamba2 | None = None
     # MTP / NextN draft layers shipped with the checkpoint.
     mtp_num_hidden_layers: int = 0
     num_nextn_predict_layers: int = 0
@@ -210,7 +241,6 @@ class ModelFacts:
     # Checkpoint bytes (all shards, unsharded) and whether they were estimated from the config.
     weight_bytes: int = 0
     weights_estimated: bool = True
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def is_mla(self) -> bool:
@@ -219,6 +249,11 @@ class ModelFacts:
     @property
     def is_gdn_hybrid(self) -> bool:
         return self.linear is not None and self.full_attention_interval is not None
+
+    @property
+    def is_hybrid_linear(self) -> bool:
+        """Some layers keep a fixed-size recurrent state (GDN or Mamba2) instead of a KV cache."""
+        return self.is_gdn_hybrid or self.mamba2 is not None
 
     @property
     def is_multimodal(self) -> bool:
@@ -234,10 +269,15 @@ class ModelFacts:
         if self.is_gdn_hybrid:
             assert self.full_attention_interval is not None
             return sum(1 for i in range(self.num_layers) if (i + 1) % self.full_attention_interval == 0)
+        if self.mamba2 is not None:
+            return self.mamba2.attention_layers
         return self.num_layers
 
     @property
     def linear_attention_layers(self) -> int:
+        """Layers with recurrent state (GDN or Mamba2)."""
+        if self.mamba2 is not None:
+            return self.mamba2.mamba_layers
         return self.num_layers - self.full_attention_layers if self.is_gdn_hybrid else 0
 
     def is_hybrid_swa(self, family: str) -> bool:
@@ -339,6 +379,59 @@ def _linear_attention(
     )
 
 
+def _mamba2(text: dict[str, Any], arch: str, layers: int, hidden: int) -> Mamba2 | None:
+    """Mamba2 dims and the mamba/attention layer split, per family's config names."""
+    ssm = text.get("mamba_ssm_dtype")
+    ssm_dtype = _dtype_name(ssm) if isinstance(ssm, str) else None
+    if arch == "NemotronHForCausalLM" or "hybrid_override_pattern" in text or "mamba_num_heads" in text:
+        pattern = text.get("hybrid_override_pattern")
+        blocks = text.get("layers_block_type")
+        if isinstance(blocks, list):
+            kinds = ["M" if b == "mamba" else "*" if b == "attention" else "-" for b in blocks]
+        elif isinstance(pattern, str):
+            kinds = list(pattern)
+        else:
+            return None
+        heads, head_dim = _opt_int(text, "mamba_num_heads"), _opt_int(text, "mamba_head_dim")
+        state = _opt_int(text, "ssm_state_size")
+        if not (heads and head_dim and state):
+            return None
+        return Mamba2(
+            intermediate_size=heads * head_dim,
+            n_groups=_opt_int(text, "n_groups") or 1,
+            num_heads=heads,
+            head_dim=head_dim,
+            state_size=state,
+            conv_kernel=_opt_int(text, "conv_kernel") or 4,
+            ssm_dtype=ssm_dtype,
+            mamba_layers=kinds.count("M"),
+            attention_layers=kinds.count("*"),
+        )
+    heads, head_dim = _opt_int(text, "mamba_n_heads"), _opt_int(text, "mamba_d_head")
+    state = _opt_int(text, "mamba_d_state")
+    if not (heads and head_dim and state):
+        return None
+    intermediate = _opt_int(text, "mamba_d_ssm") or (_opt_int(text, "mamba_expand") or 2) * hidden
+    if arch.startswith("FalconH1"):
+        mamba_layers = attention_layers = layers  # every Falcon-H1 layer has both mixers
+    else:
+        types = text.get("layer_types")
+        if not isinstance(types, list):
+            types = ["attention" if (i + 1) % 6 == 0 else "mamba" for i in range(layers)]
+        mamba_layers, attention_layers = types.count("mamba"), types.count("attention")
+    return Mamba2(
+        intermediate_size=intermediate,
+        n_groups=_opt_int(text, "mamba_n_groups") or 1,
+        num_heads=heads,
+        head_dim=head_dim,
+        state_size=state,
+        conv_kernel=_opt_int(text, "mamba_d_conv") or 4,
+        ssm_dtype=ssm_dtype,
+        mamba_layers=mamba_layers,
+        attention_layers=attention_layers,
+    )
+
+
 def model_facts_from_config(
     cfg: dict[str, Any], *, source: str = "config.json", weight_bytes: int | None = None
 ) -> ModelFacts:
@@ -361,6 +454,13 @@ def model_facts_from_config(
         # MLA keeps one latent per token; v_head_dim there is the attention output width.
         v_head_dim = head_dim
     interval, linear = _linear_attention(text, arch, model_type)
+    mamba2 = None if linear is not None else _mamba2(text, arch, layers, hidden)
+    experts = (
+        _opt_int(text, "num_experts")
+        or _opt_int(text, "n_routed_experts")
+        or _opt_int(text, "num_local_experts")
+        or 0
+    )
     layer_types = text.get("layer_types")
     pattern = text.get("hybrid_layer_pattern")
     quant_method, kv_algo = _quantization(cfg, text)
@@ -384,8 +484,12 @@ def model_facts_from_config(
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", text.get("tie_word_embeddings", False))),
         kv_lora_rank=kv_lora_rank,
         qk_rope_head_dim=qk_rope if kv_lora_rank is not None else None,
-        num_experts=_opt_int(text, "num_experts") or _opt_int(text, "n_routed_experts") or 0,
-        moe_intermediate_size=_opt_int(text, "moe_intermediate_size") or 0,
+        dsa_index_head_dim=_opt_int(text, "index_head_dim")
+        if arch in DSA_ARCHS and "index_topk" in text
+        else None,
+        num_experts=experts,
+        moe_intermediate_size=_opt_int(text, "moe_intermediate_size")
+        or ((_opt_int(text, "intermediate_size") or 0) if experts else 0),
         shared_expert_intermediate_size=_opt_int(text, "shared_expert_intermediate_size") or 0,
         sliding_window=_opt_int(text, "sliding_window"),
         layer_types=tuple(str(x) for x in layer_types) if isinstance(layer_types, list) else (),
@@ -395,6 +499,7 @@ def model_facts_from_config(
         swa_v_head_dim=_opt_int(text, "swa_v_head_dim"),
         full_attention_interval=interval,
         linear=linear,
+        mamba2=mamba2,
         mtp_num_hidden_layers=_opt_int(text, "mtp_num_hidden_layers") or 0,
         num_nextn_predict_layers=_opt_int(text, "num_nextn_predict_layers") or 0,
         quant_method=quant_method,
@@ -446,7 +551,12 @@ def mlp_params(m: ModelFacts) -> int:
 
 
 def linear_attention_params(m: ModelFacts) -> int:
-    """Parameters of one Gated DeltaNet block: in_proj_qkvz, in_proj_ba, conv1d, out_proj."""
+    """Parameters of one Gated DeltaNet block (in_proj_qkvz, in_proj_ba, conv1d, out_proj) or Mamba2 mixer."""
+    if m.mamba2 is not None:
+        mb = m.mamba2
+        conv_dim = mb.intermediate_size + 2 * mb.n_groups * mb.state_size
+        in_proj = m.hidden_size * (mb.intermediate_size + conv_dim + mb.num_heads)
+        return in_proj + conv_dim * mb.conv_kernel + mb.intermediate_size * m.hidden_size
     if m.linear is None:
         return 0
     la, h = m.linear, m.hidden_size
@@ -468,6 +578,22 @@ def estimate_param_count(m: ModelFacts) -> int:
     if m.has_vision and m.vision_layers and m.vision_hidden_size:
         total += 12 * m.vision_layers * m.vision_hidden_size**2
     return total
+
+
+def mtp_weight_bytes(m: ModelFacts) -> int:
+    """Bytes of the checkpoint's own MTP/NextN layers (0 without them).
+
+    A Qwen3.5/Next MTP module shares embed_tokens and lm_head with the target (models/qwen3_5_mtp.py),
+    leaving its decoder layers plus the 2h->h fc; a DeepSeek-style NextN layer carries its own
+    embedding and head."""
+    if not m.mtp_layers:
+        return 0
+    h = m.hidden_size
+    params = m.mtp_layers * (attention_params(m) + mlp_params(m)) + 2 * h * h
+    if not m.is_gdn_hybrid:
+        params += 2 * m.vocab_size * h
+    per_param = 2.0 if m.weights_estimated else m.weight_bytes / max(1, estimate_param_count(m))
+    return int(params * per_param)
 
 
 def estimate_weight_bytes(m: ModelFacts) -> int:
@@ -548,6 +674,8 @@ def checkpoint_weight_bytes(folder: Path) -> int | None:
     shards = sorted(folder.glob("*.safetensors"))
     if not shards:
         return None
+    hf_shards = [p for p in shards if not p.name.startswith("consolidated")]
+    shards = hf_shards or shards  # Mistral folders ship both layouts; count one
     return sum(safetensors_header_bytes(p) for p in shards)
 
 

@@ -83,7 +83,18 @@ def inner_command(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
         raise ShellError("empty command: nothing to run")
     words = [_check_value(f"argument {i}", a) for i, a in enumerate(argv)]
     checked = check_env(env)
-    prefix = ["env", *(f"{k}={v}" for k, v in checked.items())] if checked else []
+    assignments = [f"{k}={v}" for k, v in checked.items()]
+    for what, word in [
+        *((f"argument {i}", w) for i, w in enumerate(words)),
+        *(("environment", a) for a in assignments),
+    ]:
+        size = len(word.encode("utf-8")) + 1
+        if size > MAX_ARG_STRLEN:
+            raise ShellError(
+                f"{what} {word[:40]!r}... is {size} bytes; Linux limits one argument to "
+                f"{MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN): pass it through a file instead"
+            )
+    prefix = ["env", *assignments] if assignments else []
     return "exec " + shlex.join([*prefix, *words])
 
 
@@ -271,7 +282,9 @@ def stop_script(
     ticks = max(1, int(grace / 0.05))
     kill_ticks = max(1, int(kill_wait / 0.05))
     return (
-        _group_prologue(pgid, start, boot) + 'if [ "$reused" != 0 ]; then\n'
+        "trap '' PIPE HUP\n"  # a dropped SSH channel must not cut the stop short between TERM and KILL
+        + _group_prologue(pgid, start, boot)
+        + 'if [ "$reused" != 0 ]; then\n'
         f'  json=\'{{"result":"pid-reused","reused":"\'$reused\'"}}\'; {marker_line()}; exit 3\n'
         "fi\n"
         "n=$(group_members)\n"

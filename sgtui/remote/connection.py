@@ -27,6 +27,7 @@ from sgtui.remote.hosts import HostConfig, load_hosts, parse_jump, sgtui_known_h
 
 PasswordCallback = Callable[[str], Awaitable[str | None]]
 USER_KNOWN_HOSTS = Path(os.path.expanduser("~/.ssh/known_hosts"))
+CHANNEL_RETRY_MAX_DELAY = 1.5
 
 
 class ConnState(enum.Enum):
@@ -62,7 +63,11 @@ class UnreachableError(RemoteError):
 
 
 class AuthError(RemoteError):
-    pass
+    """The host refused every key and password offered; nothing is retried until `reset()`."""
+
+    def __init__(self, message: str, host: HostConfig) -> None:
+        super().__init__(message)
+        self.host = host
 
 
 class HostKeyError(RemoteError):
@@ -266,12 +271,16 @@ class Connection:
             kwargs["username"] = self.host.user
         if self._client_keys is not None:
             kwargs["client_keys"] = self._client_keys
-        elif self.host.identity_files:
+        elif any(Path(p).is_file() for p in self.host.identity_files):
             kwargs["client_keys"] = [p for p in self.host.identity_files if Path(p).is_file()]
         if self._agent_path != ():
             kwargs["agent_path"] = self._agent_path
         if self._tunnel is not None:
-            kwargs["tunnel"] = await self._tunnel._ensure()
+            try:
+                kwargs["tunnel"] = await self._tunnel._ensure()
+            except RemoteError as exc:
+                self._emit(ConnState.UNREACHABLE, f"{self.host.name}: via {self._tunnel.host.name}: {exc}")
+                raise
         try:
             conn = await asyncssh.connect(self.host.hostname, **kwargs)
         except asyncssh.HostKeyNotVerifiable:
@@ -283,7 +292,8 @@ class Connection:
         except asyncssh.PermissionDenied as exc:
             err2 = AuthError(
                 f"{self.host.name}: authentication failed as {self.host.user or 'the current user'} "
-                f"({exc.reason}); check the key (identity_file), the agent, or the password"
+                f"({exc.reason}); check the key (identity_file), the agent, or the password",
+                self.host,
             )
             self._emit(ConnState.AUTH_FAILED, str(err2))
             raise err2 from None
@@ -315,8 +325,14 @@ class Connection:
             try:
                 return await self._open()
             except (HostKeyError, AuthError) as exc:
-                self._fatal = exc
+                self._remember_fatal(exc)
                 raise
+
+    def _remember_fatal(self, exc: HostKeyError | AuthError) -> None:
+        """Stop retrying on a failure that needs the user, unless it was the jump host's (its own
+        Connection remembers that one, and fixing it must unblock this one)."""
+        if exc.host == self.host:
+            self._fatal = exc
 
     def _connection_lost(self, exc: Exception | None) -> None:
         was_up = self._conn is not None
@@ -326,6 +342,8 @@ class Connection:
         self._emit(ConnState.LOST, f"{self.host.name}: connection lost ({exc or 'closed by the server'})")
         if self._reconnect is None or self._reconnect.done():
             self._reconnect = asyncio.ensure_future(self._reconnect_loop())
+            # its failure is reported as an event and raised to callers; nobody may be awaiting it now
+            self._reconnect.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     async def _reconnect_loop(self) -> asyncssh.SSHClientConnection:
         delay = 0.05
@@ -336,9 +354,9 @@ class Connection:
                 async with self._lock:
                     return await self._open()
             except (HostKeyError, AuthError) as exc:
-                self._fatal = exc
+                self._remember_fatal(exc)
                 raise
-            except UnreachableError:
+            except RemoteError:
                 delay = min(delay * 2, self._max_backoff)
         raise RemoteError(f"{self.host.name}: connection closed")
 
@@ -367,17 +385,17 @@ class Connection:
 
     # -- channels -----------------------------------------------------------------------------------------
     async def _create_process(self, command: str, encoding: str | None) -> asyncssh.SSHClientProcess[Any]:
+        """Open a channel, retrying refusals: sshd frees MaxSessions slots lazily (about 2.5 s in all)."""
         delay = 0.005
-        for attempt in range(12):
+        while True:
             conn = await self._ensure()
             try:
                 return await conn.create_process(command, encoding=encoding, errors="replace")
             except asyncssh.ChannelOpenError:
-                if attempt == 11:
+                if delay > CHANNEL_RETRY_MAX_DELAY:
                     raise
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.5)
-        raise AssertionError("unreachable")
+                delay *= 2
 
     async def run(
         self, command: str | RemoteCommand, *, input: str | bytes | None = None, timeout: float | None = None

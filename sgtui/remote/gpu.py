@@ -154,22 +154,24 @@ class GpuSampler:
         return procs
 
     async def stream(self) -> AsyncIterator[GpuSnapshot]:
-        """Snapshots every interval from one long-lived channel; re-opened when it drops. A problem is
-        yielded as a snapshot (e.g. NO_DRIVER) and retried every `problem_retry_s`."""
+        """Snapshots every interval from one long-lived channel, re-opened when it drops.
+
+        Problems come as snapshots without GPUs: NO_DRIVER and the like (then retried every
+        `problem_retry_s`), UNREACHABLE while the connection is down (retried with backoff). Stray lines
+        (a chatty ~/.bashrc) are kept in `unreadable`, never mistaken for a failure once rows arrive.
+        """
         delay = 0.05
         while True:
             problem: GpuProblem | None = None
+            retry_in = delay
             try:
                 async with self.conn.stream(HOST.script(query_gpu_command(self.interval_ms))) as proc:
                     grouper = _CycleGrouper()
                     pending = b""
                     bad: list[str] = []
-                    while True:
-                        data = await proc.read(65536)
-                        if not data:
-                            break
-                        *lines, last = (pending + data).split(b"\n")
-                        pending = last
+                    yielded = False
+                    while data := await proc.read(65536):
+                        *lines, pending = (pending + data).split(b"\n")
                         for raw in lines:
                             line = raw.decode("utf-8", "replace")
                             row = parse_gpu_line(line)
@@ -178,19 +180,17 @@ class GpuSampler:
                                     bad.append(line)
                                 continue
                             for cycle in grouper.add(row):
-                                delay = 0.05
+                                delay, yielded = 0.05, True
                                 yield GpuSnapshot(self.host, cycle, None, bad)
                                 bad = []
-                        if bad and grouper.expected is None and not grouper.rows:
-                            problem = classify_failure("\n".join(bad)) or GpuProblem(
-                                GpuState.UNREADABLE, "\n".join(bad)[:200]
-                            )
                     if grouper.rows:
                         yield GpuSnapshot(self.host, grouper.rows, None, bad)
-                    elif problem is None and bad:
-                        problem = classify_failure("\n".join(bad)) or GpuProblem(
-                            GpuState.UNREADABLE, "\n".join(bad)[:200]
+                    elif not yielded:
+                        text = "\n".join(bad)
+                        problem = classify_failure(text) or GpuProblem(
+                            GpuState.UNREADABLE, text[:200] or "nvidia-smi ended without output"
                         )
+                        retry_in = self.problem_retry_s
             except (HostKeyError, AuthError) as exc:
                 yield GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREACHABLE, str(exc)))
                 return
@@ -198,10 +198,8 @@ class GpuSampler:
                 problem = GpuProblem(GpuState.UNREACHABLE, str(exc))
             if problem is not None:
                 yield GpuSnapshot(self.host, [], problem)
-                await asyncio.sleep(self.problem_retry_s)
-            else:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+            await asyncio.sleep(retry_in)
+            delay = min(delay * 2, 2.0)
 
 
 class NvmlSampler:

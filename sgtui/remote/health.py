@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import ipaddress
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +18,7 @@ import asyncssh
 
 from sgtui.remote.connection import RemoteError, Transport
 from sgtui.remote.runs import RunState, RunStatus
+from sgtui.remote.targets import HOST, Target
 
 
 class HttpState(enum.Enum):
@@ -157,3 +160,38 @@ def judge(http: HttpProbe, model: str | None, process: RunStatus | None, log_pha
             "the scheduler may have died",
         )
     return Health(Verdict.STARTING, http, model, process, log_phase, f"not serving yet ({http.state.value})")
+
+
+def first_ipv4(text: str) -> str | None:
+    for word in text.split():
+        try:
+            addr = ipaddress.ip_address(word.split("/")[0])
+        except ValueError:
+            continue
+        if addr.version == 4 and not addr.is_loopback:
+            return str(addr)
+    return None
+
+
+async def service_address(conn: Transport, target: Target) -> str:
+    """Where a server in `target` listens, as seen from its host: loopback for the host itself, the
+    container's own address for pct (its own network namespace), the container IP for Docker (loopback
+    when it uses the host network)."""
+    if target.kind == "host":
+        return "127.0.0.1"
+    if target.kind == "pct":
+        script = "hostname -I 2>/dev/null || ip -4 -o addr show scope global"
+        result = await conn.run(target.script(script), timeout=30)
+    else:
+        fmt = "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"
+        script = f"docker inspect -f {shlex.quote(fmt)} -- {shlex.quote(str(target.id))}"
+        result = await conn.run(HOST.script(script), timeout=30)
+        if result.rc == 0 and not result.stdout.strip():
+            return "127.0.0.1"
+    address = first_ipv4(result.stdout)
+    if address is None:
+        raise RemoteError(
+            f"{conn.host.name} {target.label}: cannot find its network address "
+            f"({(result.stderr or result.stdout).strip()[-200:] or f'exit {result.rc}'})"
+        )
+    return address

@@ -9,6 +9,7 @@ unrelated process (PID reuse) - never `pkill`.
 from __future__ import annotations
 
 import asyncio
+import calendar
 import enum
 import json
 import secrets
@@ -17,6 +18,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import asyncssh
 
 from sgtui.core import shell
 from sgtui.core.nvsmi import GpuProcess
@@ -196,19 +199,25 @@ class RunManager:
         t0 = time.monotonic()
         script = shell.stop_script(run.pgid, run.start, run.boot, grace)
         lines: list[str] = []
-        async with self.conn.stream(self.target.script(script)) as proc:
-            pending = b""
-            while True:
-                data = await proc.read(4096)
-                if not data:
-                    break
-                *complete, pending = (pending + data).split(b"\n")
-                for raw in complete:
-                    line = raw.decode("utf-8", "replace")
-                    lines.append(line)
-                    progress = shell.parse_progress(line)
-                    if progress is not None and on_progress is not None:
-                        on_progress(*progress)
+        try:
+            async with self.conn.stream(self.target.script(script)) as proc:
+                pending = b""
+                while True:
+                    data = await proc.read(4096)
+                    if not data:
+                        break
+                    *complete, pending = (pending + data).split(b"\n")
+                    for raw in complete:
+                        line = raw.decode("utf-8", "replace")
+                        lines.append(line)
+                        progress = shell.parse_progress(line)
+                        if progress is not None and on_progress is not None:
+                            on_progress(*progress)
+        except (asyncssh.Error, OSError) as exc:
+            raise RunError(
+                f"{self.host}: connection lost while stopping run {run.id} ({exc}); the stop goes on on "
+                "the host (TERM, then KILL after the grace): check its status once reconnected"
+            ) from None
         marker = shell.parse_marker("\n".join(lines))
         if marker is None:
             raise RunError(f"{self.host} {self.target.label}: stop script gave no result: {lines[-3:]}")
@@ -319,7 +328,15 @@ def parse_run_listing(text: str, host: str, default_target: Target) -> list[RunR
                 pgid=int(meta["pgid"]),
                 start=meta.get("start"),
                 boot=str(meta.get("boot", "")),
-                started_at=0.0,
+                started_at=_started_at(run_dir.rsplit("/", 1)[-1]),
             )
         )
     return sorted(records, key=lambda r: r.id)
+
+
+def _started_at(run_id: str) -> float:
+    """The launch time encoded in a run id (UTC), or 0.0 for a directory sgtui did not name."""
+    try:
+        return float(calendar.timegm(time.strptime(run_id[:15], "%Y%m%d-%H%M%S")))
+    except ValueError:
+        return 0.0

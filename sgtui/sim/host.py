@@ -58,7 +58,11 @@ class SimHost:
         self.state_dir = Path(tempfile.mkdtemp(prefix="sgtui-sim-")) if state_dir is None else Path(state_dir)
         self.store: StateStore = install(self.scenario, self.state_dir, speed)
         self.server = SimSSHServer(
-            host, port, env=host_env(self.state_dir, speed), cwd=self.state_dir / "root", max_sessions=max_sessions
+            host,
+            port,
+            env=host_env(self.state_dir, speed),
+            cwd=self.state_dir / "root",
+            max_sessions=max_sessions,
         )
         self._busy: list[socket.socket] = []
 

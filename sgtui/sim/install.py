@@ -112,7 +112,7 @@ def install_venv(root: Path, venv: SimVenv, state_dir: Path) -> None:
     wrapper = (
         'v="${0%/bin/*}"\n'
         f'SGTUI_SIM_VENV="$v" PYTHONPATH="$v/{SITE_PACKAGES}${{PYTHONPATH:+:$PYTHONPATH}}" '
-        f"exec {shlex.quote(sys.executable)} \"$@\"\n"
+        f'exec {shlex.quote(sys.executable)} "$@"\n'
     )
     _script(base / "bin" / "python", wrapper, "/bin/sh")
     site = base / SITE_PACKAGES

@@ -44,7 +44,9 @@ def load_weight_begin(avail_gib: float) -> str:
     return f"Load weight begin. avail mem={avail_gib:.2f} GB"
 
 
-def load_weight_end(version: str, elapsed: float, arch: str, dtype: str, avail_gib: float, usage_gib: float) -> str:
+def load_weight_end(
+    version: str, elapsed: float, arch: str, dtype: str, avail_gib: float, usage_gib: float
+) -> str:
     middle = f"dtype=torch.{dtype}, " if version_tuple(version) <= (0, 5, 9) else ""
     return (
         f"Load weight end. elapsed={elapsed:.2f} s, type={arch}, {middle}"
@@ -86,7 +88,9 @@ def kv_dtype_line(dtype: str) -> str:
     return f"Using KV cache dtype: torch.{dtype}"
 
 
-def mamba_line(size: int, conv_gib: float, ssm_gib: float, inter_ssm: float | None, inter_conv: float | None) -> str:
+def mamba_line(
+    size: int, conv_gib: float, ssm_gib: float, inter_ssm: float | None, inter_conv: float | None
+) -> str:
     line = (
         f"Mamba Cache is allocated. max_mamba_cache_size: {size}, conv_state size: {conv_gib:.2f}GB, "
         f"ssm_state size: {ssm_gib:.2f}GB "
@@ -101,7 +105,8 @@ def mamba_line(size: int, conv_gib: float, ssm_gib: float, inter_ssm: float | No
 
 def kv_line(version: str, tokens: int, k_gib: float, v_gib: float, dtype: str) -> str:
     dtype_part = f"dtype: torch.{dtype}, " if is_new(version) else ""
-    return f"KV Cache is allocated. {dtype_part}#tokens: {tokens}, K size: {k_gib:.2f} GB, V size: {v_gib:.2f} GB"
+    sizes = f"K size: {k_gib:.2f} GB, V size: {v_gib:.2f} GB"
+    return f"KV Cache is allocated. {dtype_part}#tokens: {tokens}, {sizes}"
 
 
 def pool_end(avail_gib: float) -> str:
@@ -160,24 +165,53 @@ _NEW_POOL_FRAMES = [
     ("mem_cache/pool_configurator.py", 56, "__post_init__", "raise RuntimeError("),
 ]
 _DIST_FRAMES = [
-    ("model_executor/model_runner.py", 475, "initialize", "min_per_gpu_memory = self.init_torch_distributed()"),
+    (
+        "model_executor/model_runner.py",
+        475,
+        "initialize",
+        "min_per_gpu_memory = self.init_torch_distributed()",
+    ),
     ("model_executor/model_runner.py", 844, "init_torch_distributed", "raise RuntimeError(msg)"),
 ]
 _GRAPH_FRAMES = [
     ("model_executor/model_runner.py", 612, "initialize", "self.init_device_graphs()"),
-    ("model_executor/model_runner.py", 2156, "init_device_graphs", "self.graph_runner = graph_runners[self.device](self)"),
+    (
+        "model_executor/model_runner.py",
+        2156,
+        "init_device_graphs",
+        "self.graph_runner = graph_runners[self.device](self)",
+    ),
     ("model_executor/cuda_graph_runner.py", 373, "__init__", "raise Exception("),
 ]
 _MAIN_FRAMES = [
     ("{site}/sglang/launch_server.py", 32, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
-    ("{site}/sglang/srt/server_args.py", 5480, "prepare_server_args", "return ServerArgs.from_cli_args(raw_args)"),
-    ("{site}/sglang/srt/server_args.py", 4712, "from_cli_args", "return cls(**{attr: getattr(args, attr) for attr in attrs})"),
+    (
+        "{site}/sglang/srt/server_args.py",
+        5480,
+        "prepare_server_args",
+        "return ServerArgs.from_cli_args(raw_args)",
+    ),
+    (
+        "{site}/sglang/srt/server_args.py",
+        4712,
+        "from_cli_args",
+        "return cls(**{attr: getattr(args, attr) for attr in attrs})",
+    ),
     ("<string>", 324, "__init__", ""),
     ("{site}/sglang/srt/server_args.py", 712, "__post_init__", "self._handle_model_specific_adjustments()"),
     ("{site}/sglang/srt/server_args.py", 1766, "_handle_model_specific_adjustments", "raise ValueError("),
 ]
 
-PHASE_FRAMES = {"dist": _DIST_FRAMES, "pool": _POOL_FRAMES, "graph": _GRAPH_FRAMES}
+_WEIGHT_FRAMES = [
+    ("model_executor/model_runner.py", 587, "initialize", "self.load_model()"),
+    ("model_executor/model_runner.py", 958, "load_model", "self.model = get_model("),
+    ("model_loader/__init__.py", 28, "get_model", "return loader.load_model("),
+    ("model_loader/loader.py", 594, "load_model", "self.load_weights_and_postprocess("),
+    ("model_loader/loader.py", 617, "load_weights_and_postprocess", "model.load_weights(weights)"),
+    ("{torch}/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)"),
+]
+
+PHASE_FRAMES = {"dist": _DIST_FRAMES, "weights": _WEIGHT_FRAMES, "pool": _POOL_FRAMES, "graph": _GRAPH_FRAMES}
 
 
 def traceback_lines(site: str, phase: str, version: str, error: str) -> list[str]:
@@ -189,7 +223,8 @@ def traceback_lines(site: str, phase: str, version: str, error: str) -> list[str
         frames = [(f"{_SITE}/{f}", n, fn, code) for f, n, fn, code in _SCHEDULER_FRAMES + tail]
     lines = ["Traceback (most recent call last):"]
     for path, line, func, code in frames:
-        lines.append(f'  File "{path.format(site=site)}", line {line}, in {func}')
+        where = path.replace(f"{_SITE}/{{torch}}", "{site}/torch").format(site=site)
+        lines.append(f'  File "{where}", line {line}, in {func}')
         if code:
             lines.append(f"    {code}")
     lines.append(error)

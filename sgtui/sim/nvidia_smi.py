@@ -11,10 +11,12 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from sgtui.sim.state import GpuProcessRow, GpuRow, StateStore, gpu_rows
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DRIVER_VERSION = "550.127.05"
 CUDA_VERSION = "12.4"
@@ -96,9 +98,7 @@ def query_gpus(state: dict, fields: list[str], fmt: set[str], ids: str | None) -
         raise UsageError(f'Field "{unknown[0]}" is not a valid field to query.')
     visible = _visible(state, ids)
     gpus = gpu_rows(state, visible)
-    rows = [
-        [str(len(gpus)) if f == "count" else _GPU_FIELDS[f][2](g) for f in fields] for g in gpus
-    ]
+    rows = [[str(len(gpus)) if f == "count" else _GPU_FIELDS[f][2](g) for f in fields] for g in gpus]
     return _format_rows(
         fields, rows, [_GPU_FIELDS[f][1] for f in fields], [_GPU_FIELDS[f][0] for f in fields], fmt
     )
@@ -123,8 +123,8 @@ def table(state: dict, ids: str | None) -> list[str]:
     out = [
         time.strftime("%a %b %d %H:%M:%S %Y       "),
         wide,
-        f"| NVIDIA-SMI {DRIVER_VERSION:<22} Driver Version: {DRIVER_VERSION:<14} CUDA Version: {CUDA_VERSION}".ljust(90)
-        + "|",
+        f"| NVIDIA-SMI {DRIVER_VERSION:<22} Driver Version: {DRIVER_VERSION:<14} "
+        f"CUDA Version: {CUDA_VERSION:<9}|",
         "|-----------------------------------------+------------------------+----------------------+",
         "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
         "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
@@ -161,7 +161,14 @@ def table(state: dict, ids: str | None) -> list[str]:
 def _parse(argv: Sequence[str]) -> dict[str, str]:
     opts: dict[str, str] = {}
     args = list(argv)
-    aliases = {"-lms": "loop-ms", "--loop-ms": "loop-ms", "-l": "loop", "--loop": "loop", "-i": "id", "--id": "id"}
+    aliases = {
+        "-lms": "loop-ms",
+        "--loop-ms": "loop-ms",
+        "-l": "loop",
+        "--loop": "loop",
+        "-i": "id",
+        "--id": "id",
+    }
     i = 0
     while i < len(args):
         arg = args[i]
@@ -179,7 +186,9 @@ def _parse(argv: Sequence[str]) -> dict[str, str]:
             else:
                 raise UsageError(f"Option {arg} requires a value.")
         else:
-            raise UsageError(f"Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n({arg})")
+            raise UsageError(
+                f"Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n({arg})"
+            )
         i += 1
     return opts
 

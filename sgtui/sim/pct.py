@@ -67,7 +67,8 @@ def _config(vmid: str, ct: dict[str, Any]) -> str:
         "features: nesting=1",
         f"hostname: {ct['name']}",
         "memory: 131072",
-        f"net0: name=eth0,bridge=vmbr0,firewall=1,hwaddr=BC:24:11:4A:{int(vmid) % 100:02d}:29,ip=dhcp,type=veth",
+        f"net0: name=eth0,bridge=vmbr0,firewall=1,hwaddr=BC:24:11:4A:{int(vmid) % 100:02d}:29,"
+        "ip=dhcp,type=veth",
         "ostype: debian",
         f"rootfs: local-lvm:vm-{vmid}-disk-0,size=200G",
         "swap: 0",
@@ -83,7 +84,9 @@ def _config(vmid: str, ct: dict[str, Any]) -> str:
 
 def _container(state: dict[str, Any], vmid: str) -> dict[str, Any]:
     if not vmid.isdigit():
-        raise PctError(f"400 Parameter verification failed.\nvmid: type check ('integer') failed - got '{vmid}'")
+        raise PctError(
+            f"400 Parameter verification failed.\nvmid: type check ('integer') failed - got '{vmid}'"
+        )
     ct = state["containers"].get(str(int(vmid)))
     if ct is None:
         raise PctError(f"Configuration file 'nodes/{state['hostname']}/lxc/{int(vmid)}.conf' does not exist")
@@ -158,14 +161,18 @@ def _exec(state_dir: Path, state: dict[str, Any], vmid: str, argv: list[str]) ->
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as exc:
-        print(f'lxc-attach: {vmid}: attach.c: lxc_attach_run_command: Failed to exec "{argv[0]}": {exc}',
-              file=sys.stderr)
+        print(
+            f'lxc-attach: {vmid}: attach.c: lxc_attach_run_command: Failed to exec "{argv[0]}": {exc}',
+            file=sys.stderr,
+        )
         return 255
     return 0  # not reached: exec replaced this process
 
 
-USAGE = "USAGE: pct <COMMAND> [ARGS] [OPTIONS]\n       pct list\n       pct config <vmid>\n" \
+USAGE = (
+    "USAGE: pct <COMMAND> [ARGS] [OPTIONS]\n       pct list\n       pct config <vmid>\n"
     "       pct status <vmid>\n       pct exec <vmid> [<extra-args>]\n"
+)
 
 
 def run(state_dir: str | Path, argv: Sequence[str]) -> int:

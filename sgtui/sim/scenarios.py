@@ -103,34 +103,35 @@ def _a6000_profile(name: str, python: str, extra: str = "", sglang_version: str 
         f"python: {python}\n"
         f'sglang_version: "{sglang_version}"\n'
         "gpus: [0, 1]\n"
-        "env:\n  CUDA_VISIBLE_DEVICES: \"0,1\"\n"
+        'env:\n  CUDA_VISIBLE_DEVICES: "0,1"\n'
         "sglang:\n" + _QWEN_FLAGS + extra
     )
 
 
-_PRO6000_PROFILE = (
-    "name: qwen36-27b-pro6000\n"
-    "host: sim\n"
-    "target:\n  kind: pct\n  id: 131\n"
-    "python: /opt/sglang/venv/bin/python\n"
-    'sglang_version: "0.5.9"\n'
-    "gpus: [0]\n"
-    "sglang:\n"
-    "  model-path: /models/Qwen3.6-27B\n"
-    "  tp-size: 1\n"
-    "  mem-fraction-static: 0.9\n"
-    "  context-length: 65536\n"
-    "  speculative-algorithm: NEXTN\n"
-    "  speculative-num-steps: 3\n"
-    "  speculative-eagle-topk: 1\n"
-    "  speculative-num-draft-tokens: 4\n"
-    "  mamba-scheduler-strategy: extra_buffer\n"
-    "  max-running-requests: 128\n"
-    "  port: 30000\n"
-)
+def _pro6000_profile(name: str, extra: str) -> str:
+    return (
+        f"name: {name}\n"
+        "host: sim\n"
+        "target:\n  kind: pct\n  id: 131\n"
+        "python: /opt/sglang/venv/bin/python\n"
+        'sglang_version: "0.5.11"\n'
+        "gpus: [0]\n"
+        "sglang:\n"
+        "  model-path: /models/Qwen3.6-27B\n"
+        "  tp-size: 1\n"
+        "  mem-fraction-static: 0.9\n"
+        "  context-length: 65536\n"
+        "  speculative-algorithm: NEXTN\n"
+        "  speculative-num-steps: 3\n"
+        "  speculative-eagle-topk: 1\n"
+        "  speculative-num-draft-tokens: 4\n"
+        "  port: 30000\n" + extra
+    )
+
 
 _VENV_059 = SimVenv("/opt/sglang/venv", "0.5.9")
 _VENV_0511 = SimVenv("/opt/sglang-0.5.11/venv", "0.5.11")
+_VENV_PRO = SimVenv("/opt/sglang/venv", "0.5.11")
 
 PROXMOX_A6000 = Scenario(
     name="proxmox-a6000",
@@ -151,7 +152,10 @@ PROXMOX_A6000 = Scenario(
             "qwen36-27b-a6000-mrr8", _VENV_059.python, "  max-running-requests: 8\n"
         ),
         "qwen36-27b-a6000-0511.yaml": _a6000_profile(
-            "qwen36-27b-a6000-0511", _VENV_0511.python, "  disable-radix-cache: true\n", "0.5.11"
+            "qwen36-27b-a6000-0511",
+            _VENV_0511.python,
+            "  disable-radix-cache: true\n  max-running-requests: 8\n",
+            "0.5.11",
         ),
     },
 )
@@ -159,12 +163,21 @@ PROXMOX_A6000 = Scenario(
 RTX_PRO_6000 = Scenario(
     name="rtx-pro-6000",
     description=(
-        "One RTX PRO 6000 Blackwell (96 GB) in LXC 131 with SGLang 0.5.9: Qwen3.6-27B with MTP and "
-        "--mamba-scheduler-strategy extra_buffer runs out of memory until extra_buffer is dropped."
+        "One RTX PRO 6000 Blackwell (96 GB) in LXC 131 with SGLang 0.5.11: Qwen3.6-27B with MTP, "
+        "--mamba-scheduler-strategy extra_buffer and 128 running requests runs out of memory; without "
+        "extra_buffer (radix cache off, 32 requests) it starts."
     ),
     gpus=(SimGpu("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", RTX_PRO_6000_MIB),),
-    containers=(SimContainer(131, "sglang-pro", True, (0,), (_VENV_059,)),),
-    profiles={"qwen36-27b-pro6000.yaml": _PRO6000_PROFILE},
+    containers=(SimContainer(131, "sglang-pro", True, (0,), (_VENV_PRO,)),),
+    profiles={
+        "qwen36-27b-pro6000-extra-buffer.yaml": _pro6000_profile(
+            "qwen36-27b-pro6000-extra-buffer",
+            "  mamba-scheduler-strategy: extra_buffer\n  max-running-requests: 128\n",
+        ),
+        "qwen36-27b-pro6000.yaml": _pro6000_profile(
+            "qwen36-27b-pro6000", "  disable-radix-cache: true\n  max-running-requests: 32\n"
+        ),
+    },
 )
 
 SCENARIOS: dict[str, Scenario] = {

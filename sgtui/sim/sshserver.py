@@ -73,6 +73,8 @@ class _ExecSession(asyncssh.SSHServerSession):  # type: ignore[misc]
             chan.exit(127)
             return
         self._server._procs.add(self._proc)
+        if self._chan is None:  # the channel went away while bash was starting
+            self._on_channel_gone(self._proc)
         for data in self._pending_stdin:
             self._feed_stdin(data)
         self._pending_stdin.clear()
@@ -143,8 +145,11 @@ class _ExecSession(asyncssh.SSHServerSession):  # type: ignore[misc]
         self._owner.sessions -= 1
         self._chan = None
         self._can_write.set()
-        proc = self._proc
-        if proc is None or proc.returncode is not None:
+        if self._proc is not None:
+            self._on_channel_gone(self._proc)
+
+    def _on_channel_gone(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is not None:
             return
         if self._server.on_close == "killpg":
             self._server._spawn(_killpg_with_grace(proc, self._server.kill_grace))

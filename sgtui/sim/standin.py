@@ -15,32 +15,55 @@ import contextlib
 import ctypes
 import http.server
 import importlib.metadata
-import json
 import os
 import random
 import signal
-import socket
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sgtui.sim import logfmt
+from sgtui.sim.http_api import make_http_server
+from sgtui.sim.plan import (
+    GRAPH_HINTS,
+    PoolPlan,
+    capture_sizes,
+    cuda_oom_text,
+    default_chunked_prefill,
+    exception_text,
+    model_folder,
+    radix_conflict,
+    report_dtype,
+    server_arg_notes,
+    shard_count,
+)
 from sgtui.sim.state import StateStore, gpu_rows, mark_exited, proc_start_time, set_holding
+
+if TYPE_CHECKING:
+    from sgtui.core.flags import LaunchSpec
+    from sgtui.core.model import ModelFacts
 
 SPEED_ENV = "SGTUI_SIM_SPEED"
 VENV_ENV = "SGTUI_SIM_VENV"  # set by the venv's python wrapper: the install dir as the container sees it
-MODELS_DIR = Path(__file__).with_name("models")
 CTX_GIB = 0.99  # CUDA context + NCCL per rank, taken before the baseline measurement
-GIB = 2**30
 SITE = "{venv}/lib/python3.12/site-packages"
 
 # Seconds of each phase at speed 1 (about 20 s to ready, like a small model on a fast disk).
-PHASES = {"args": 1.0, "dist": 1.5, "weights": 8.0, "pools": 1.0, "draft": 1.0, "graphs": 4.0, "http": 1.0,
-          "warmup": 1.0}
+PHASES = {
+    "args": 1.0,
+    "dist": 1.5,
+    "weights": 8.0,
+    "pools": 1.0,
+    "draft": 1.0,
+    "graphs": 4.0,
+    "http": 1.0,
+    "warmup": 1.0,
+}
 
 
 class Terminated(Exception):
@@ -90,7 +113,7 @@ class StandIn:
 
     def __init__(self, state_dir: Path, argv: list[str], out: TextIO) -> None:
         self.store = StateStore(state_dir)
-        self.state = self.store.read()
+        self.state = self.store.refresh()  # memory of runs that ended long enough ago is free again
         self.argv = argv
         self.version = importlib.metadata.version("sglang")
         self.speed = float(os.environ.get(SPEED_ENV) or self.state.get("speed") or 1.0)
@@ -144,8 +167,9 @@ class StandIn:
         facts_dir = model_folder(spec.model_path)
         if facts_dir is None:
             self.fail_main(
-                f"OSError: Can't load the configuration of '{spec.model_path}'. Make sure '{spec.model_path}' "
-                "is the correct path to a directory containing a config.json file"
+                f"OSError: Can't load the configuration of '{spec.model_path}'. "
+                f"Make sure '{spec.model_path}' is the correct path to a directory containing a "
+                "config.json file"
             )
             return 1
         from sgtui.core.model import load_model_facts
@@ -170,7 +194,9 @@ class StandIn:
         if tp > len(rows):
             self.ranks = [Rank(0, rows[0].index if rows else 0, 0.0, 0.0)]
             return False
-        self.ranks = [Rank(i, r.index, r.total_mib / 1024, r.free_mib / 1024) for i, r in enumerate(rows[:tp])]
+        self.ranks = [
+            Rank(i, r.index, r.total_mib / 1024, r.free_mib / 1024) for i, r in enumerate(rows[:tp])
+        ]
         return True
 
     def visible_gpus(self) -> list[int]:
@@ -201,7 +227,7 @@ class StandIn:
             rank.pid = spawn_rank_holder(rank.index, self.ignore_term)
         self.record([r.pid for r in self.ranks])
 
-    def start_up(self, spec: Any, facts: Any, values: dict[str, Any]) -> int:
+    def start_up(self, spec: LaunchSpec, facts: ModelFacts, values: dict[str, Any]) -> int:
         log, ranks, version = self.log, self.ranks, self.version
         log.ranks(ranks, lambda r: "Init torch distributed begin.")
         self.sleep(PHASES["dist"] / 2)
@@ -211,6 +237,14 @@ class StandIn:
         self.sleep(PHASES["dist"] / 2)
         log.ranks(ranks, lambda r: logfmt.init_dist_end(version, PHASES["dist"], CTX_GIB))
         baseline = min(r.baseline_gib for r in ranks)
+        starved = next((r for r in ranks if r.free_gib < CTX_GIB), None)
+        if starved is not None:
+            return self.crash(
+                "dist",
+                "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously "
+                "reported at some other API call, so the stacktrace below might be incorrect.\n"
+                "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+            )
         if len(ranks) > 1:
             for rank in ranks:
                 local = rank.baseline_gib
@@ -221,10 +255,15 @@ class StandIn:
                         f"processes. min_per_gpu_memory={baseline!r}, local_gpu_memory={local!r}, "
                         f"local_gpu_memory * 0.9={local * 0.9!r}",
                     )
-        report = self.fit(spec, facts, baseline)
+        try:
+            report = self.fit(spec, facts, baseline)
+        except Exception as exc:  # a fault in sgtui's own fit engine: show it as the scheduler's death
+            trace = traceback.format_exc().rstrip("\n").splitlines()
+            return self.crash("pool", f"{type(exc).__name__}: {exc}", trace)
         weights = float(report.get("weights_gib") or 0.0)
         log.ranks(ranks, lambda r: logfmt.load_weight_begin(self.avail(r)))
-        self.load_weights(weights)
+        if (oom := self.load_weights(weights)) is not None:
+            return self.crash("weights", oom)
         dtype = report_dtype(report, facts)
         log.ranks(
             ranks,
@@ -250,27 +289,36 @@ class StandIn:
             self.load_draft(report, pools, dtype)
         return self.capture_graphs(spec, report, pools, values)
 
-    def fit(self, spec: Any, facts: Any, baseline: float) -> dict[str, Any]:
+    def fit(self, spec: LaunchSpec, facts: ModelFacts, baseline: float) -> dict[str, Any]:
         from sgtui.core.fit import fit
         from sgtui.core.gpus import GpuSpec
 
         smallest = min(gpu_rows(self.state, self.visible_gpus()), key=lambda g: g.total_mib)
         gpu = GpuSpec(name=smallest.name, mib=smallest.total_mib)
-        report = fit(spec, facts, gpu, n_gpus=len(self.visible_gpus()), version=self.version, free_gib=baseline)
+        report = fit(
+            spec, facts, gpu, n_gpus=len(self.visible_gpus()), version=self.version, free_gib=baseline
+        )
         data: dict[str, Any] = report.to_json()
         return data
 
-    def load_weights(self, weights: float) -> None:
+    def load_weights(self, weights: float) -> str | None:
+        """Shard by shard, memory rising on every rank; the CUDA OOM text when a shard does not fit."""
         shards = self.shards
         t0 = time.monotonic()
         self.log.write(logfmt.shard_bar(0, shards, 0.0))
         base = {r.index: r.used_gib for r in self.ranks}
+        step = weights / shards
         for done in range(1, shards + 1):
             self.sleep(PHASES["weights"] / shards)
+            short = next((r for r in self.ranks if self.avail(r) < step + 0.05), None)
+            if short is not None:
+                self.log.write("\n")
+                return cuda_oom_text(short.index, short.total_gib, self.avail(short), short.used_gib, step)
             for rank in self.ranks:
-                self.hold(rank, base[rank.index] + weights * done / shards, util=5)
+                self.hold(rank, base[rank.index] + step * done, util=5)
             self.log.write("\r" + logfmt.shard_bar(done, shards, (time.monotonic() - t0) * self.speed))
         self.log.write("\n\n")
+        return None
 
     def load_draft(self, report: dict[str, Any], pools: PoolPlan, dtype: str) -> None:
         log = self.log
@@ -294,7 +342,9 @@ class StandIn:
         self.sleep(PHASES["draft"] / 2)
         log.ranks(self.ranks, lambda r: logfmt.pool_end(self.avail(r)))
 
-    def capture_graphs(self, spec: Any, report: dict[str, Any], pools: PoolPlan, values: dict[str, Any]) -> int:
+    def capture_graphs(
+        self, spec: LaunchSpec, report: dict[str, Any], pools: PoolPlan, values: dict[str, Any]
+    ) -> int:
         log, version = self.log, self.version
         sizes = capture_sizes(spec, report)
         graph_gib = 0.30 + 0.02 * len(sizes)
@@ -343,14 +393,14 @@ class StandIn:
 
     # --- HTTP ---------------------------------------------------------------------------------------
 
-    def serve(self, spec: Any, facts_path: str, values: dict[str, Any]) -> int:
+    def serve(self, spec: LaunchSpec, facts_path: str, values: dict[str, Any]) -> int:
         log = self.log
         self.sleep(PHASES["http"])
         log.line(f"INFO:     Started server process [{os.getpid()}]")
         log.line("INFO:     Waiting for application startup.")
         log.line("INFO:     Application startup complete.")
         try:
-            self.http = make_http_server(spec.port, self, facts_path, values)
+            self.http = make_http_server(spec.port, self.log.line, self.version, facts_path, values)
         except OSError as exc:
             log.line(
                 f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
@@ -364,7 +414,9 @@ class StandIn:
         log.line(f"INFO:     Uvicorn running on http://{spec.host}:{spec.port} (Press CTRL+C to quit)")
         self.serving = True
         self.sleep(PHASES["warmup"] / 2)
-        log.line(f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "GET /get_model_info HTTP/1.1" 200 OK')
+        log.line(
+            f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "GET /get_model_info HTTP/1.1" 200 OK'
+        )
         log.line(
             "Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
             "#running-req: 0, #queue-req: 0, ",
@@ -383,11 +435,11 @@ class StandIn:
         for line in logfmt.traceback_lines(SITE.format(venv=self.venv), "args", self.version, error):
             self.log.raw(line)
 
-    def crash(self, phase: str, error: str) -> int:
+    def crash(self, phase: str, error: str, lines: list[str] | None = None) -> int:
         """A scheduler failure: each rank's traceback, the launcher's sigquit line, SIGKILL of itself."""
         site = SITE.format(venv=self.venv)
+        lines = lines or logfmt.traceback_lines(site, phase, self.version, error)
         for rank in self.ranks:
-            lines = logfmt.traceback_lines(site, phase, self.version, error)
             self.log.line("Scheduler hit an exception: " + "\n".join(lines) + "\n", rank.index)
         self.sleep(0.2)
         self.log.line(logfmt.SIGQUIT_LINE)
@@ -419,173 +471,6 @@ class StandIn:
         return 143  # not reached
 
 
-GRAPH_HINTS = (
-    "Possible solutions:\n"
-    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
-    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
-    "3. disable torch compile by not using --enable-torch-compile\n"
-    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
-    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose "
-)
-
-
-@dataclass
-class PoolPlan:
-    """The pool sizes the fit engine predicts, in the units the log prints."""
-
-    tokens: int
-    k_gib: float
-    total_gib: float
-    max_running: int
-    context_len: int
-    mamba: tuple[int, float, float, float | None, float | None] | None
-    draft_k_gib: float
-    draft_arch: str
-
-    @classmethod
-    def from_report(cls, report: dict[str, Any], facts: Any, spec: Any) -> PoolPlan:
-        tokens = int(report.get("max_total_num_tokens") or 0)
-        cell = float(report.get("kv_cell_bytes") or 0)
-        page = spec.page_size or 1
-        k_gib = (tokens + page) * cell / 2 / GIB
-        max_running = int(report.get("max_running_requests") or 1)
-        context_len = int(report.get("context_length") or facts.context_length)
-        draft_tokens = spec.speculative_num_draft_tokens or (4 if spec.speculative_algorithm else 0)
-        req_gib = (max_running + 1) * (context_len + 4 + draft_tokens) * 4 / GIB
-        mamba = None
-        mamba_gib = 0.0
-        m = report.get("mamba")
-        if isinstance(m, dict):
-            state = float(m.get("state_gib") or 0.0)
-            spec_state = m.get("spec_state_gib")
-            conv_share = conv_fraction(facts, spec.tp_size)
-            inter = float(spec_state) if spec_state else None
-            mamba = (
-                int(m.get("max_mamba_cache_size") or 0),
-                state * conv_share,
-                state * (1 - conv_share),
-                inter * (1 - conv_share) if inter is not None else None,
-                inter * conv_share if inter is not None else None,
-            )
-            mamba_gib = state + (inter or 0.0)
-        full_layers = max(int(getattr(facts, "full_attention_layers", facts.num_layers)), 1)
-        draft_layers = 1 if getattr(facts, "is_gdn_hybrid", False) else max(getattr(facts, "mtp_layers", 1), 1)
-        draft_k = (tokens + page) * cell / full_layers * draft_layers / 2 / GIB
-        return cls(
-            tokens=tokens,
-            k_gib=k_gib,
-            total_gib=2 * k_gib + mamba_gib + req_gib,
-            max_running=max_running,
-            context_len=context_len,
-            mamba=mamba,
-            draft_k_gib=draft_k,
-            draft_arch=(facts.architecture.replace("ForConditionalGeneration", "ForCausalLM") + "MTP"),
-        )
-
-
-def conv_fraction(facts: Any, tp: int) -> float:
-    """Share of one Mamba slot taken by the conv state (the rest is the SSM state)."""
-    lin = getattr(facts, "linear", None)
-    if lin is None:
-        return 0.05
-    conv_dim = lin.value_head_dim * lin.num_value_heads + 2 * lin.num_key_heads * lin.key_head_dim
-    conv = conv_dim / tp * (lin.conv_kernel_dim - 1) * 2
-    ssm_bytes = 2 if (lin.ssm_dtype or "float32") in ("bfloat16", "float16") else 4
-    ssm = lin.num_value_heads / tp * lin.value_head_dim * lin.key_head_dim * ssm_bytes
-    return conv / (conv + ssm)
-
-
-def report_dtype(report: dict[str, Any], facts: Any) -> str:
-    return str(report.get("dtype") or facts.dtype or "bfloat16").removeprefix("torch.")
-
-
-def default_chunked_prefill(gpu_gib: float) -> int:
-    if gpu_gib < 35:
-        return 2048
-    if gpu_gib < 60:
-        return 4096
-    return 8192 if gpu_gib < 160 else 16384
-
-
-def capture_sizes(spec: Any, report: dict[str, Any]) -> list[int]:
-    """Decode batch sizes captured as CUDA graphs: SGLang's list, up to max_running_requests."""
-    limit = spec.cuda_graph_max_bs or 32
-    limit = min(limit, int(report.get("max_running_requests") or limit))
-    sizes = [1, 2, 4, 8, 12, *range(16, 257, 8)]
-    picked = [s for s in sizes if s <= limit]
-    if limit not in picked:
-        picked.append(limit)
-    return sorted(set(picked))
-
-
-def exception_text(error: str, default_type: str) -> str:
-    """The error as Python prints it: `Type: message` (fit reports may give just the message)."""
-    head = error.split(":", 1)[0]
-    if head.replace(".", "").isidentifier() and (head.endswith("Error") or head.endswith("Exception")):
-        return error
-    if error.startswith("Loaded weights leave") or "is not compatible with radix cache" in error:
-        return f"ValueError: {error}"
-    return f"{default_type}: {error}"
-
-
-def server_arg_notes(spec: Any, facts: Any, version: str) -> list[str]:
-    """Lines ServerArgs logs while it adjusts the arguments, before the server_args line."""
-    notes = []
-    arch = facts.architecture
-    hybrid = getattr(facts, "is_gdn_hybrid", False)
-    if spec.speculative_algorithm and hybrid and logfmt.version_tuple(version) <= (0, 5, 9):
-        notes.append(
-            f"Disabling radix cache since speculative decoding for {arch} is not supported with radix cache yet."
-        )
-    if spec.speculative_algorithm and spec.max_running_requests is None:
-        notes.append(
-            "Max running requests is reset to 48 for speculative decoding. You can override this by explicitly "
-            "setting --max-running-requests."
-        )
-    return notes
-
-
-def radix_conflict(spec: Any, facts: Any, version: str) -> str | None:
-    """0.5.11 refuses speculative decoding on hybrid models with the radix cache under no_buffer."""
-    if logfmt.version_tuple(version) != (0, 5, 11):
-        return None
-    strategy = (spec.mamba_strategy or "auto").lower()
-    if spec.speculative_algorithm and getattr(facts, "is_gdn_hybrid", False) and not spec.disable_radix_cache:
-        if strategy in ("auto", "no_buffer"):
-            return (
-                f"ValueError: Speculative decoding for {facts.architecture} is not compatible with radix cache "
-                "when using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, "
-                "please use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
-            )
-    return None
-
-
-def model_folder(model_path: str | None) -> Path | None:
-    """A local model folder as given, else the built-in catalogue entry named like its last component."""
-    if not model_path:
-        return None
-    given = Path(model_path)
-    if (given / "config.json").is_file():
-        return given
-    name = given.name.lower()
-    for entry in MODELS_DIR.iterdir() if MODELS_DIR.is_dir() else ():
-        if entry.name.lower() == name and (entry / "config.json").is_file():
-            return entry
-    return None
-
-
-def shard_count(folder: Path | None) -> int:
-    """Files of the checkpoint (distinct values of the safetensors index's weight_map)."""
-    if folder is None:
-        return 1
-    index = folder / "model.safetensors.index.json"
-    try:
-        data = json.loads(index.read_text(encoding="utf-8"))
-        return max(1, len(set(data.get("weight_map", {}).values())))
-    except (OSError, ValueError):
-        return 1
-
-
 def spawn_rank_holder(rank: int, ignore_term: bool) -> int:
     """A child standing for one TP scheduler: it only holds GPU memory, and dies with the launcher."""
     pid = os.fork()
@@ -601,73 +486,6 @@ def spawn_rank_holder(rank: int, ignore_term: bool) -> int:
             time.sleep(3600)
     finally:
         os._exit(0)
-
-
-def make_http_server(
-    port: int, standin: StandIn, model_path: str, values: dict[str, Any]
-) -> http.server.ThreadingHTTPServer:
-    log = standin.log
-    info = {
-        "model_path": model_path,
-        "tokenizer_path": model_path,
-        "is_generation": True,
-        "preferred_sampling_params": None,
-        "weight_version": "default",
-        "has_image_understanding": False,
-        "has_audio_understanding": False,
-        "model_type": None,
-        "architectures": None,
-    }
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
-            self.send_response(code)
-            self.send_header("content-type", ctype)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
-            path = self.path.split("?", 1)[0]
-            if path in ("/health", "/health_generate"):
-                self._send(200, b"")
-            elif path == "/get_model_info":
-                self._send(200, json.dumps(info).encode())
-            elif path == "/get_server_info":
-                body = {k.replace("-", "_"): v for k, v in values.items()} | {"version": standin.version}
-                self._send(200, json.dumps(body, default=str).encode())
-            elif path == "/v1/models":
-                served = values.get("--served-model-name") or model_path
-                self._send(200, json.dumps({"object": "list", "data": [{"id": served, "object": "model"}]}).encode())
-            else:
-                self._send(404, b'{"detail":"Not Found"}')
-
-        def do_POST(self) -> None:  # noqa: N802
-            length = int(self.headers.get("content-length") or 0)
-            self.rfile.read(length)
-            if self.path.split("?", 1)[0] == "/generate":
-                self._send(200, json.dumps({"text": " Paris.", "meta_info": {"finish_reason": "stop"}}).encode())
-            else:
-                self._send(404, b'{"detail":"Not Found"}')
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            host, port = self.client_address[:2]
-            code = str(args[1]) if len(args) > 1 else ""
-            reason = {"200": "OK", "404": "Not Found"}.get(code, "")
-            log.line(f'INFO:     {host}:{port} - "{self.requestline}" {code} {reason}'.rstrip())
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler, bind_and_activate=False)
-    server.daemon_threads = True
-    server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        server.server_bind()
-        server.server_activate()
-    except OSError:
-        server.server_close()
-        raise
-    return server
 
 
 def main(argv: Sequence[str], state_dir: str | Path) -> int:

@@ -14,9 +14,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 STATE_FILE = "state.json"
 LOCK_FILE = "state.lock"
@@ -26,7 +24,8 @@ BASE_USED_MIB = 3  # what an idle GPU shows in nvidia-smi (driver, persistence d
 def proc_start_time(pid: int) -> int | None:
     """Field 22 of /proc/PID/stat, or None when the pid is gone or a zombie (zombies hold no memory)."""
     try:
-        line = Path(f"/proc/{pid}/stat").read_text()
+        with open(f"/proc/{pid}/stat") as fh:
+            line = fh.read()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     fields = line.rpartition(") ")[2].split()
@@ -45,10 +44,11 @@ def proc_alive(entry: dict[str, Any]) -> bool:
 class StateStore:
     """The state file of one simulated host (`<dir>/state.json`)."""
 
-    def __init__(self, directory: str | Path) -> None:
-        self.dir = Path(directory)
-        self.path = self.dir / STATE_FILE
-        self.lock_path = self.dir / LOCK_FILE
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        # os.path rather than pathlib: the fake nvidia-smi imports this on every call, so it stays light
+        self.dir = os.fspath(directory)
+        self.path = os.path.join(self.dir, STATE_FILE)
+        self.lock_path = os.path.join(self.dir, LOCK_FILE)
 
     @contextlib.contextmanager
     def _locked(self, mode: int) -> Iterator[None]:
@@ -60,15 +60,18 @@ class StateStore:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _load(self) -> dict[str, Any]:
-        return json.loads(self.path.read_text(encoding="utf-8"))
+        with open(self.path, encoding="utf-8") as fh:
+            data: dict[str, Any] = json.load(fh)
+        return data
 
     def _save(self, state: dict[str, Any]) -> None:
-        tmp = self.path.with_name(f".{STATE_FILE}.{os.getpid()}")
-        tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
+        tmp = os.path.join(self.dir, f".{STATE_FILE}.{os.getpid()}")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(state, fh, indent=1)
         os.replace(tmp, self.path)
 
     def create(self, state: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        os.makedirs(self.dir, exist_ok=True)
         with self._locked(fcntl.LOCK_EX):
             self._save(state)
 
@@ -104,16 +107,14 @@ def settle(state: dict[str, Any], now: float) -> None:
     state["procs"] = kept
 
 
-@dataclass(frozen=True)
-class GpuProcessRow:
+class GpuProcessRow(NamedTuple):
     pid: int
     name: str
     mib: int
     user: str
 
 
-@dataclass(frozen=True)
-class GpuRow:
+class GpuRow(NamedTuple):
     """One GPU as nvidia-smi reports it at this moment."""
 
     index: int

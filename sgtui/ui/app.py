@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.timer import Timer
+from textual.worker import Worker, WorkerState
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from sgtui.ui import messages as m
@@ -40,24 +43,30 @@ FIT_DEBOUNCE_S = 0.25
 ALIVE = ("starting", "running", "ready")
 
 
-def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
+ANSI_THEMES = ("textual-ansi", "ansi-dark")  # the ANSI theme's name differs between Textual releases
+
+
+def pick_theme(available: Iterable[str], environ: Mapping[str, str] = os.environ) -> str:
     """Truecolor terminals get the default theme; others (tmux without Tc, old xterms) ANSI colours."""
-    return "textual-dark" if environ.get("COLORTERM", "").lower() in ("truecolor", "24bit") else "textual-ansi"
+    if environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"):
+        return "textual-dark"
+    names = set(available)
+    return next((name for name in ANSI_THEMES if name in names), "textual-dark")
 
 
 class SgtuiApp(App[None]):
-    CSS_PATH = "sgtui.tcss"
+    CSS_PATH = Path(__file__).with_name("sgtui.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "sgtui"
     COMMANDS: ClassVar = App.COMMANDS | {SgtuiCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "launch", "launch", id="launch"),
         Binding("s", "stop", "stop", id="stop"),
         Binding("r", "restart", "restart", id="restart"),
-        Binding("a", "apply", "apply fix", id="apply"),
+        Binding("a", "apply", "fix", id="apply"),
         Binding("e", "edit", "flags", id="edit"),
         Binding("slash", "filter", "filter", id="filter"),
         Binding("g", "gpus", "GPUs", id="gpus"),
-        Binding("p", "profiles", "profiles", id="profiles"),
+        Binding("p", "profiles", "profile", id="profiles"),
         Binding("question_mark", "help", "help", id="help"),
         Binding("q", "quit", "quit", id="quit"),
         Binding("f", "follow", "follow", id="follow", show=False),
@@ -86,14 +95,14 @@ class SgtuiApp(App[None]):
         self.profile_dirs = profile_dirs
         self.controller = Controller(self, backend, max_lines=max_log_lines)
         self.max_log_lines = max_log_lines
-        self.theme = theme or pick_theme()
+        self.theme = theme or pick_theme(self.available_themes)
         self.version: str | None = profile_ops.declared_version(profile)
         self.catalogue: dict[str, FlagInfo] = flag_catalogue(self.version)
         self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(profile), version=self.version)
         self.fit_report: dict[str, Any] | None = None
         self._fit_generation = 0
         self._fit_timer: Timer | None = None
-        self.run: RunView | None = None
+        self.current: RunView | None = None
         self.run_state = ""
         self.runs: list[RunView] = []
         self.host_states: dict[str, str] = {}
@@ -124,7 +133,7 @@ class SgtuiApp(App[None]):
             with TabPane("4 Runs", id="runs"):
                 yield RunsTable(id="runs-table")
         yield GpuPanel(id="gpus")
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it; see ? help
 
     def _new_form(self) -> LaunchForm:
         return LaunchForm(
@@ -138,10 +147,15 @@ class SgtuiApp(App[None]):
         self.sub_title = profile_ops.name(self.profile)
         self.query_one("#log-filter", Input).display = False
         self.query_one(RunLog).focus()
+        self.screen.set_class(self.size.width < 100, "-narrow")
         self._draw_status()
         self._draw_log_status()
         self.controller.load_hosts()
         self._schedule_fit()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Below 100 columns the side panes narrow and flag labels go above their inputs."""
+        self.screen.set_class(event.size.width < 100, "-narrow")
 
     async def on_unmount(self) -> None:
         await self.backend.close()
@@ -152,11 +166,11 @@ class SgtuiApp(App[None]):
         state = self.host_states.get(host, "idle")
         parts = [f"{host} › {profile_ops.target_label(self.profile)}", state]
         parts.append(f"SGLang {self.version}" if self.version else "SGLang ?")
-        if self.run is not None:
-            parts.append(f"run {self.run.run_id} {self.run_state or self.run.state}")
+        if self.current is not None:
+            parts.append(f"run {self.current.run_id} {self.run_state or self.current.state}")
         else:
             parts.append("no run followed: l launches")
-        self.query_one("#status", Static).update(" · ".join(parts))
+        self.query_one("#status", Static).update(" · ".join(parts), layout=False)
         self.query_one("#status", Static).set_class(state in ("lost", "failed"), "-lost")
 
     def _draw_log_status(self, extra: str = "") -> None:
@@ -165,10 +179,10 @@ class SgtuiApp(App[None]):
         if log.filter_text:
             bits.append(f"filter {log.filter_text!r}")
         bits.append(f"{log.total_lines:,} lines")
-        if self.run is not None and self.run.log_path:
-            bits.append(self.run.log_path)
-        text = " · ".join(bits)
-        self.query_one("#log-status", Static).update(f"{extra}\n{text}" if extra else text)
+        if self.current is not None and self.current.log_path:
+            bits.append(self.current.log_path)
+        # one fixed line, redrawn without a layout pass: this runs for every batch of a log flood
+        self.query_one("#log-status", Static).update(extra or " · ".join(bits), layout=False)
 
     # messages from the workers -------------------------------------------------------------------------
     def on_hosts_loaded(self, message: m.HostsLoaded) -> None:
@@ -226,21 +240,20 @@ class SgtuiApp(App[None]):
                     profile_ops.host(self.profile), profile_ops.container(self.profile), str(model)
                 )
             except Exception as exc:
-                self.post_message(m.FitComputed(None, f"cannot read {model}/config.json: {exc}", -1))
+                self.call_later(self._set_model_error, f"no fit: cannot read {model}/config.json there ({exc})")
                 return
             if got is not None:
                 self.call_later(self._set_model_config, got)
 
         self.run_worker(fetch(), group="discover", name="model-config", exit_on_error=False)
 
+    def _set_model_error(self, message: str) -> None:
+        self.fit_inputs = dataclasses.replace(self.fit_inputs, model_error=message)
+        self._schedule_fit()
+
     def _set_model_config(self, got: dict[str, Any]) -> None:
-        self.fit_inputs = FitInputs(
-            got.get("config"),
-            got.get("weight_bytes"),
-            self.fit_inputs.gpu_name,
-            self.fit_inputs.gpu_mib,
-            self.fit_inputs.n_gpus,
-            self.version,
+        self.fit_inputs = dataclasses.replace(
+            self.fit_inputs, model_config=got.get("config"), weight_bytes=got.get("weight_bytes"), model_error=""
         )
         self._schedule_fit()
 
@@ -262,7 +275,7 @@ class SgtuiApp(App[None]):
         if message.version != self.version:
             self.version = message.version
             self._rebuild_form()
-        self.fit_inputs = FitInputs(**{**self.fit_inputs.__dict__, "version": message.version})
+        self.fit_inputs = dataclasses.replace(self.fit_inputs, version=message.version)
         self._draw_status()
         self._schedule_fit()
 
@@ -284,8 +297,8 @@ class SgtuiApp(App[None]):
         self.history.add(message.t, message.gpus)
         usable = [g for g in message.gpus if not g.note and g.total_mib]
         if usable and self.fit_inputs.gpu_mib is None:
-            self.fit_inputs = FitInputs(
-                **{**self.fit_inputs.__dict__, "gpu_mib": usable[0].total_mib, "gpu_name": usable[0].name}
+            self.fit_inputs = dataclasses.replace(
+                self.fit_inputs, gpu_mib=usable[0].total_mib, gpu_name=usable[0].name
             )
             self._schedule_fit()
 
@@ -293,12 +306,12 @@ class SgtuiApp(App[None]):
         if message.host != profile_ops.host(self.profile):
             return
         self.runs = message.runs
-        if self.run is not None:
+        if self.current is not None:
             for r in message.runs:
-                if r.run_id == self.run.run_id and self.run_state in ("", "starting", "running"):
+                if r.run_id == self.current.run_id and self.run_state in ("", "starting", "running"):
                     self.run_state = r.state
-        self.query_one(RunsTable).show(message.runs, self.run.run_id if self.run else None)
-        if self.run is None and message.host not in self._reattach_checked:
+        self.query_one(RunsTable).show(message.runs, self.current.run_id if self.current else None)
+        if self.current is None and message.host not in self._reattach_checked:
             self._reattach_checked.add(message.host)
             alive = [r for r in message.runs if r.state in ALIVE]
             if alive:
@@ -312,7 +325,7 @@ class SgtuiApp(App[None]):
         self.controller.follow(run, self.fit_report)
 
     def on_run_started(self, message: m.RunStarted) -> None:
-        self.run = message.run
+        self.current = message.run
         self.run_state = message.run.state
         log = self.query_one(RunLog)
         log.reset()
@@ -330,7 +343,7 @@ class SgtuiApp(App[None]):
         self.refresh_bindings()
 
     def on_log_lines(self, message: m.LogLines) -> None:
-        if self.run is None or message.run_id != self.run.run_id:
+        if self.current is None or message.run_id != self.current.run_id:
             return
         log = self.query_one(RunLog)
         if message.dropped:
@@ -339,7 +352,7 @@ class SgtuiApp(App[None]):
         self._draw_log_status()
 
     def on_startup_changed(self, message: m.StartupChanged) -> None:
-        if self.run is None or message.run_id != self.run.run_id:
+        if self.current is None or message.run_id != self.current.run_id:
             return
         self.query_one(Timeline).show(message.timeline)
         now = time.monotonic()
@@ -352,7 +365,7 @@ class SgtuiApp(App[None]):
         self._draw_status()
 
     def on_run_outcome(self, message: m.RunOutcome) -> None:
-        if self.run is None or message.run_id != self.run.run_id:
+        if self.current is None or message.run_id != self.current.run_id:
             return
         self.run_state = message.outcome
         self.history.mark(time.monotonic(), message.outcome)
@@ -361,16 +374,16 @@ class SgtuiApp(App[None]):
             first = self.query_one(DiagnosisPanel).first_suggestion
             hint = f"; a applies {first.as_flag}, then r restarts" if first else ""
             title = message.diagnoses[0].title if message.diagnoses else "the server exited"
-            self.notify(f"{self.run.run_id} failed: {title}{hint}", severity="error", timeout=12)
+            self.notify(f"{self.current.run_id} failed: {title}{hint}", severity="error", timeout=12)
         elif message.outcome == "ready":
-            self.notify(f"{self.run.run_id} is ready", timeout=8)
+            self.notify(f"{self.current.run_id} is ready", timeout=8)
         self._list_runs()
         self._draw_status()
         self.refresh_bindings()
 
     def on_stop_progress(self, message: m.StopProgress) -> None:
         self._draw_log_status(message.text)
-        if self.run is not None and message.run_id == self.run.run_id and message.done and message.ok:
+        if self.current is not None and message.run_id == self.current.run_id and message.done and message.ok:
             self.run_state = "stopped"
             self._draw_status()
         if message.done:
@@ -378,12 +391,17 @@ class SgtuiApp(App[None]):
             self._list_runs()
 
     async def on_fit_computed(self, message: m.FitComputed) -> None:
-        if message.generation not in (self._fit_generation, -1):
+        if message.generation != self._fit_generation:
             return
         if message.report is not None:
             self.fit_report = message.report
         self.query_one(FitPanel).show(message.report, message.error)
         await self.form.set_hints(hints_from_report(message.report))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that died of a bug says so instead of vanishing (they run with exit_on_error=False)."""
+        if event.state is WorkerState.ERROR:
+            self.notify(f"{event.worker.name}: {event.worker.error}", title="internal error", severity="error")
 
     def on_service_error(self, message: m.ServiceError) -> None:
         self.notify(f"{message.what} failed: {message.message}", severity="error", timeout=12)
@@ -414,8 +432,15 @@ class SgtuiApp(App[None]):
         self._connect(pick.host)
         if pick.container is None:
             return
+        same_host = pick.host == profile_ops.host(self.profile)
         self.profile = profile_ops.with_target(self.profile, pick.host, pick.container)
-        self.fit_inputs = FitInputs(n_gpus=self.fit_inputs.n_gpus, version=None)
+        self.fit_inputs = dataclasses.replace(
+            self.fit_inputs if same_host else FitInputs(n_gpus=self.fit_inputs.n_gpus),
+            model_config=None,
+            weight_bytes=None,
+            version=None,
+            model_error="",
+        )
         self.version = None
         self.notify(f"target: {pick.host} › {pick.container.label}", timeout=4)
         if self.host_states.get(pick.host) == "connected":
@@ -446,7 +471,7 @@ class SgtuiApp(App[None]):
         if action == "apply":
             return self.query_one(DiagnosisPanel).first_suggestion is not None
         if action in ("stop",):
-            return True if self.run is not None and self.run_state in ALIVE else None
+            return True if self.current is not None and self.run_state in ALIVE else None
         return True
 
     def action_tab(self, tab: str) -> None:
@@ -495,8 +520,8 @@ class SgtuiApp(App[None]):
         return self.profile
 
     def action_launch(self) -> None:
-        if self.run is not None and self.run_state in ALIVE:
-            self.notify(f"{self.run.run_id} is still {self.run_state}: r restarts it, s stops it", severity="warning")
+        if self.current is not None and self.run_state in ALIVE:
+            self.notify(f"{self.current.run_id} is still {self.run_state}: r restarts it, s stops it", severity="warning")
             return
         profile = self._profile_to_launch()
         if profile is not None:
@@ -504,7 +529,7 @@ class SgtuiApp(App[None]):
             self.controller.launch(profile, self.fit_report)
 
     def action_stop(self) -> None:
-        run = self.run
+        run = self.current
         if run is None:
             self.notify("no run is followed: open one in the runs tab (4)", severity="warning")
             return
@@ -519,7 +544,7 @@ class SgtuiApp(App[None]):
         )
 
     def action_restart(self) -> None:
-        run = self.run
+        run = self.current
         if run is None or self.run_state not in ALIVE:
             if run is not None:
                 self.action_relaunch_after_end()
@@ -545,7 +570,7 @@ class SgtuiApp(App[None]):
 
     def action_relaunch_after_end(self) -> None:
         """r on a run that already ended: still wait for its GPUs (a dead run can hold memory a while)."""
-        run = self.run
+        run = self.current
         profile = self._profile_to_launch()
         if run is None or profile is None:
             return
@@ -595,7 +620,7 @@ class SgtuiApp(App[None]):
         self.push_screen(GpuDetailScreen(self.history, self.fit_report))
 
     def action_help(self) -> None:
-        rows = [(b.key_display or b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
+        rows = [(self.get_key_display(b), b.description) for b in self.BINDINGS if isinstance(b, Binding)]
         rows += [("ctrl+p", "command palette: every action by name"), ("ctrl+y", "apply a fit suggestion (flags)")]
         self.push_screen(HelpScreen(rows))
 
@@ -638,6 +663,6 @@ class SgtuiApp(App[None]):
 
     async def action_quit(self) -> None:
         message = None
-        if self.run is not None and self.run_state in ALIVE:
-            message = f"sgtui: {self.run.run_id} keeps running on {self.run.host}; `sgtui` reattaches to it"
+        if self.current is not None and self.run_state in ALIVE:
+            message = f"sgtui: {self.current.run_id} keeps running on {self.current.host}; `sgtui` reattaches to it"
         self.exit(message=message)

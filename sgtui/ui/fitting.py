@@ -19,6 +19,7 @@ class FitInputs:
     n_gpus: int | None = None
     version: str | None = None
     free_gib: float | None = None
+    model_error: str = ""  # why the model's config.json could not be read on the target
 
 
 def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
@@ -29,7 +30,9 @@ def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
     from sgtui.core.model import model_facts_from_config
 
     if inputs.model_config is None:
-        raise UserError("the model's config.json is not known yet (set --model-path to a folder on the target)")
+        raise UserError(
+            inputs.model_error or "waiting for the model's config.json from the target (--model-path's folder)"
+        )
     if inputs.gpu_mib is None:
         raise UserError("the GPU size is not known yet (waiting for the first GPU sample)")
     version = inputs.version or "0.5.11"

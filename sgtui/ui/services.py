@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from textual.app import App
@@ -18,37 +17,10 @@ from textual.worker import Worker
 
 from sgtui.ui import messages as m
 from sgtui.ui.backend import Backend
-from sgtui.ui.logtext import clean_line
-from sgtui.ui.startup import StartupTracker
+from sgtui.ui.follow import Follower
 from sgtui.ui.views import ContainerView, RunView
 
-FLUSH_S = 0.05
 RECONNECT_S = (1.0, 2.0, 5.0, 10.0)
-
-
-@dataclass
-class Coalescer:
-    """Batches lines so a flood becomes a few messages; beyond `cap` pending lines the oldest are dropped."""
-
-    cap: int
-    pending: list[str] = field(default_factory=list)
-    dropped: int = 0
-    last_flush: float = 0.0
-
-    def add(self, lines: list[str]) -> None:
-        self.pending.extend(lines)
-        if len(self.pending) > self.cap:
-            extra = len(self.pending) - self.cap
-            del self.pending[:extra]
-            self.dropped += extra
-
-    def due(self, now: float) -> bool:
-        return bool(self.pending) and now - self.last_flush >= FLUSH_S
-
-    def take(self, now: float) -> tuple[list[str], int]:
-        lines, dropped = self.pending, self.dropped
-        self.pending, self.dropped, self.last_flush = [], 0, now
-        return lines, dropped
 
 
 class Controller:
@@ -149,51 +121,7 @@ class Controller:
         self._worker(self._tail(run, predicted), "tail", f"tail:{run.run_id}", exclusive=True)
 
     async def _tail(self, run: RunView, predicted: dict[str, Any] | None) -> None:
-        tracker = StartupTracker(predicted, start=time.monotonic())
-        batch = Coalescer(cap=self.max_lines)
-        offset = 0
-        reported = "starting"
-        delays = iter(RECONNECT_S)
-
-        def flush(force: bool = False) -> None:
-            now = time.monotonic()
-            if batch.pending and (force or batch.due(now)):
-                lines, dropped = batch.take(now)
-                self.post(m.LogLines(run.run_id, lines, offset, dropped))
-
-        def track(lines: list[str]) -> None:
-            nonlocal reported
-            if tracker.feed(lines):
-                self.post(m.StartupChanged(run.run_id, tracker.timeline(), tracker.milestone_kinds()))
-            if tracker.outcome != reported and tracker.outcome in ("ready", "failed"):
-                reported = tracker.outcome
-                flush(force=True)
-                self.post(m.RunOutcome(run.run_id, reported, tracker.diagnoses()))
-
-        while True:
-            try:
-                async for offset, raw in self.backend.tail(run, offset):
-                    delays = iter(RECONNECT_S)
-                    lines = [clean_line(line) for line in raw]
-                    batch.add(lines)
-                    track(lines)
-                    flush()
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                flush(force=True)
-                await asyncio.sleep(next(delays, RECONNECT_S[-1]))
-        flush(force=True)
-        if reported == "starting":
-            state = await self._state_or(run, "exited")
-            self.post(m.RunOutcome(run.run_id, state, tracker.diagnoses() if state == "failed" else []))
-
-    async def _state_or(self, run: RunView, default: str) -> str:
-        try:
-            return await self.backend.run_state(run)
-        except Exception:
-            return default
+        await Follower(self.backend, run, predicted, self.post, self.max_lines).run()
 
     def stop(self, run: RunView, then_launch: tuple[Any, dict[str, Any] | None] | None = None) -> None:
         self._worker(self._stop(run, then_launch), "stop", f"stop:{run.run_id}", exclusive=True)

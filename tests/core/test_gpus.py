@@ -27,7 +27,9 @@ def test_names_match_presets_regardless_of_case_and_punctuation(text: str, name:
     assert (gpu.name, gpu.mib) == (name, mib)
 
 
-@pytest.mark.parametrize(("text", "mib"), [("49140MiB", 49140), ("48GiB", 49152), ("48G", 49152), ("80 GB", 81920)])
+@pytest.mark.parametrize(
+    ("text", "mib"), [("49140MiB", 49140), ("48GiB", 49152), ("48G", 49152), ("80 GB", 81920)]
+)
 def test_sizes_are_read_in_mib_or_gib(text: str, mib: int) -> None:
     assert parse_gpu(text).mib == mib
 
@@ -48,7 +50,7 @@ def test_the_presets_the_brief_names_have_nvidia_smi_figures() -> None:
 
 
 def test_unknown_name_lists_the_presets() -> None:
-    with pytest.raises(UserError, match="unknown GPU; use one of T4, L4, .*A6000.*49140MiB"):
+    with pytest.raises(UserError, match=r"unknown GPU; use one of T4, L4, .*A6000.*49140MiB"):
         parse_gpu("Voodoo5")
 
 

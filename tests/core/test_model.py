@@ -122,7 +122,9 @@ def test_weights_without_a_checkpoint_are_estimated_from_the_shapes() -> None:
 
 def test_index_total_size_is_the_weight_size(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text((LLAMA / "config.json").read_text())
-    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 123456789}}))
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 123456789}})
+    )
     m = load_model_facts(tmp_path)
     assert (m.weight_bytes, m.weights_estimated) == (123456789, False)
 
@@ -144,7 +146,7 @@ def test_a_quantized_checkpoint_uses_its_real_bytes(tmp_path: Path) -> None:
 def test_missing_config_file_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="file not found"):
         load_model_facts(tmp_path / "nope.json")
-    with pytest.raises(ModelError, match="no config.json in this folder"):
+    with pytest.raises(ModelError, match=r"no config\.json in this folder"):
         load_model_facts(tmp_path)
 
 
@@ -164,3 +166,20 @@ def test_corrupt_safetensors_header_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", 5) + b"nope!")
     with pytest.raises(ModelError, match="safetensors header is not valid JSON"):
         checkpoint_weight_bytes(tmp_path)
+
+
+def test_mixtral_style_experts_count_towards_the_weight_estimate() -> None:
+    cfg = {
+        "architectures": ["MixtralForCausalLM"],
+        "num_hidden_layers": 32,
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_local_experts": 8,
+        "vocab_size": 32000,
+        "torch_dtype": "bfloat16",
+    }
+    m = model_facts_from_config(cfg)
+    assert m.num_experts == 8 and m.moe_intermediate_size == 14336
+    assert m.weight_bytes / 1e9 == pytest.approx(93.4, rel=0.02)  # Mixtral-8x7B: 46.7 B params

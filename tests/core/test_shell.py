@@ -122,3 +122,10 @@ def test_stop_refuses_a_pid_whose_start_time_differs() -> None:
     )
     assert out.returncode == 3
     assert parse_marker(out.stdout) == {"result": "pid-reused", "reused": "1"}
+
+
+def test_one_argument_over_the_kernel_limit_is_refused_by_name() -> None:
+    with pytest.raises(ShellError, match=r"argument 1 'xxx.*131072 bytes.*through a file"):
+        inner_command(["/bin/echo", "x" * MAX_ARG_STRLEN])
+    with pytest.raises(ShellError, match="environment 'BIG=yyy"):
+        inner_command(["/bin/true"], {"BIG": "y" * MAX_ARG_STRLEN})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +11,7 @@ import pytest
 from sgtui.remote.connection import Connection
 from sgtui.remote.hosts import HostConfig
 from sgtui.sim.sshserver import SimSSHServer
+from tests.sshd import SshdServer, start_sshd
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -83,3 +84,32 @@ async def connect_to(tmp_path: Path) -> AsyncIterator[ConnFactory]:
     yield factory
     for c in opened:
         await c.close()
+
+
+@pytest.fixture
+def sshd(tmp_path: Path, fake_bin: Path) -> Iterator[SshdServer]:
+    """A real OpenSSH sshd on 127.0.0.1 with fake_bin first on PATH (skips, or fails under
+    SGTUI_REQUIRE_SSHD=1, when sshd cannot run here)."""
+    with start_sshd(tmp_path / "sshd", env_path=f"{fake_bin}:{SYSTEM_PATH}") as server:
+        yield server
+
+
+def sshd_connection(server: SshdServer, tmp_path: Path, **kw: object) -> Connection:
+    known = tmp_path / f"known_hosts-sshd-{server.host}-{server.port}"
+    known.write_text(server.known_hosts_line() + "\n")
+    host = HostConfig(
+        name=f"sshd-{server.host}",
+        hostname=server.host,
+        port=server.port,
+        user="root",
+        known_hosts=(str(known),),
+    )
+    return Connection(host, client_keys=[server.client_key], agent_path=None, user_known_hosts=None, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def sshd_conn(sshd: SshdServer, tmp_path: Path) -> AsyncIterator[Connection]:
+    """A connection to the real sshd; closed before sshd stops (its per-connection processes outlive it)."""
+    c = sshd_connection(sshd, tmp_path)
+    yield c
+    await c.close()

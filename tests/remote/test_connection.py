@@ -221,3 +221,37 @@ async def test_proxy_jump_tunnels_through_the_jump_host(fake_bin: Path, tmp_path
         await pool.close()
         await jump.close()
         await target.close()
+
+
+async def test_an_unknown_jump_host_key_is_the_jump_hosts_problem(fake_bin: Path, tmp_path: Path) -> None:
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    jump = await SimSSHServer(env=host_env(fake_bin), client_key=key).start()
+    target = await SimSSHServer("127.0.0.2", env=host_env(fake_bin), client_key=key).start()
+    known = tmp_path / "kh"
+    known.write_text(target.known_hosts_line() + "\n")  # the jump host's key is not known yet
+    hosts = {
+        "bastion": HostConfig("bastion", "127.0.0.1", jump.port, known_hosts=(str(known),)),
+        "gpu": HostConfig("gpu", "127.0.0.2", target.port, proxy_jump="bastion", known_hosts=(str(known),)),
+    }
+    pool = ConnectionPool(hosts, client_keys=[key], agent_path=None, user_known_hosts=None)
+    try:
+        with pytest.raises(HostKeyError) as err:
+            await pool.get("gpu").run("true")
+        assert err.value.host.name == "bastion"
+        bastion = pool.get("bastion")
+        assert isinstance(bastion, Connection)
+        accept_host_key(bastion.host, err.value.key)  # type: ignore[arg-type]
+        bastion.reset()
+        assert (await pool.get("gpu").run("echo through")).stdout == "through\n"
+    finally:
+        await pool.close()
+        await jump.close()
+        await target.close()
+
+
+async def test_local_hosts_get_the_local_transport(tmp_path: Path) -> None:
+    pool = ConnectionPool({"here": HostConfig("here", "localhost", local=True)})
+    conn = pool.get("here")
+    assert isinstance(conn, LocalTransport)
+    assert (await conn.run("echo local")).stdout == "local\n"
+    await pool.close()

@@ -15,6 +15,7 @@ from sgtui.core.nvsmi import (
 )
 from sgtui.remote.connection import Connection
 from sgtui.remote.gpu import GpuSampler, NvmlSampler, parse_processes
+from sgtui.sim.sshserver import SimSSHServer
 
 from .fakes import gpu_rows, install_fake_nvidia_smi
 
@@ -162,3 +163,41 @@ def test_local_nvml_without_a_driver_is_a_named_state() -> None:
         assert snap.gpus
     else:
         assert snap.problem.state in (GpuState.NO_DRIVER, GpuState.NO_DEVICES)
+
+
+async def test_chatter_before_the_rows_is_kept_aside_not_taken_for_a_failure(
+    conn: Connection, fake_bin: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "gpus"
+    state.mkdir()
+    install_fake_nvidia_smi(fake_bin, state)
+    (state / "gpus.csv").write_text("Welcome to the lab host!\n" + gpu_rows(2))
+    snaps = []
+    async for snap in GpuSampler(conn, interval_ms=50).stream():
+        snaps.append(snap)
+        if len(snaps) == 3:
+            break
+    assert all(s.problem is None and len(s.gpus) == 2 for s in snaps)
+    assert "Welcome to the lab host!" in snaps[0].unreadable
+
+
+async def test_sampling_resumes_by_itself_after_the_connection_drops(
+    sim_server: SimSSHServer, conn: Connection, fake_bin: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "gpus"
+    state.mkdir()
+    install_fake_nvidia_smi(fake_bin, state)
+    (state / "gpus.csv").write_text(gpu_rows(2))
+    sampler = GpuSampler(conn, interval_ms=50)
+    stream = sampler.stream()
+    assert (await asyncio.wait_for(anext(stream), 5)).problem is None
+    await sim_server.abort_connections()
+    drop_seen = sim_server.connection_count() == 0
+
+    async def next_good() -> None:
+        while (await anext(stream)).problem is not None:
+            pass
+
+    await asyncio.wait_for(next_good(), 5)
+    assert drop_seen and sim_server.connection_count() == 1
+    await stream.aclose()

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from sgtui.remote.connection import Connection
-from sgtui.remote.health import HttpProbe, HttpState, Verdict, judge, parse_http_response, probe
+from sgtui.remote.health import (
+    HttpProbe,
+    HttpState,
+    Verdict,
+    first_ipv4,
+    judge,
+    parse_http_response,
+    probe,
+    service_address,
+)
 from sgtui.remote.runs import RunState, RunStatus
+from sgtui.remote.targets import Target
+from sgtui.sim.sshserver import SimSSHServer
+
+from .conftest import SYSTEM_PATH, host_env, pinned_connection
+from .fakes import install_fake_pct
 
 RUNNING = RunStatus(RunState.RUNNING, None, 3)
 DEAD = RunStatus(RunState.DEAD)
@@ -70,3 +86,23 @@ def test_a_live_process_whose_health_fails_after_ready_is_unhealthy() -> None:
 def test_http_responses_parse_and_garbage_is_an_error() -> None:
     assert parse_http_response(b"HTTP/1.1 503 Service Unavailable\r\n\r\nx").status == 503
     assert parse_http_response(b"SSH-2.0-OpenSSH\r\n").state is HttpState.ERROR
+
+
+async def test_a_pct_server_is_probed_at_the_containers_own_address(fake_bin: Path, tmp_path: Path) -> None:
+    install_fake_pct(fake_bin, SYSTEM_PATH)
+    server = await SimSSHServer(env=host_env(fake_bin)).start()
+    conn = pinned_connection(server, tmp_path)
+    try:
+        assert await service_address(conn, Target()) == "127.0.0.1"
+        address = await service_address(conn, Target("pct", "129"))
+        local = subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=False).stdout
+        assert address == first_ipv4(local)
+    finally:
+        await conn.close()
+        await server.close()
+
+
+def test_the_first_non_loopback_ipv4_is_the_address() -> None:
+    assert first_ipv4("127.0.0.1 fd00::2 10.1.2.3 10.9.9.9") == "10.1.2.3"
+    assert first_ipv4("2: eth0    inet 192.168.1.7/24 brd") == "192.168.1.7"
+    assert first_ipv4("nothing here") is None

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from sgtui.remote.connection import Connection
 from sgtui.remote.targets import Target
@@ -52,10 +52,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Rig]:
     r.close()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None)
 @given(argv=argvs, env=envs)
 def test_argv_and_env_arrive_exactly_through_pct_even_under_a_c_locale(
-    rig: _Rig, argv: list[str], env: dict[str, str], tmp_path: Path
+    rig: _Rig, argv: list[str], env: dict[str, str]
 ) -> None:
     got = rig.roundtrip(Target("pct", "129"), argv, env)
     assert got["argv"] == argv
@@ -82,3 +82,11 @@ def test_the_fake_pct_really_mangles_non_ascii_arguments_like_pct_under_lang_c(r
     cmd = f"pct exec 129 -- {rig.ct_bin}/python 'modèle ✓'"
     out = rig.loop.run_until_complete(rig.conn.run(cmd)).stdout
     assert parse_argv_line(out)["argv"] != ["modèle ✓"]
+
+
+def test_an_argv_too_big_for_one_command_line_still_arrives_exactly_through_pct(rig: _Rig) -> None:
+    huge = "'" * 60_000  # fits one argv element; quoted and base64'd it is far past MAX_ARG_STRLEN
+    cmd = Target("pct", "129").command([str(rig.ct_bin / "python"), huge], {"SGT_X": "ü"})
+    assert cmd.stdin is not None
+    got = parse_argv_line(rig.loop.run_until_complete(rig.conn.run(cmd, timeout=20)).stdout)
+    assert got["argv"] == [huge] and got["env"] == {"SGT_X": "ü"}

@@ -12,7 +12,7 @@ import pytest
 from sgtui.core.shell import ShellError
 from sgtui.remote.connection import Connection
 from sgtui.remote.gpu import GpuSampler
-from sgtui.remote.runs import GpusBusyError, PidReusedError, RunManager, RunRecord, RunState
+from sgtui.remote.runs import GpusBusyError, PidReusedError, RunError, RunManager, RunRecord, RunState
 from sgtui.remote.targets import Target
 from sgtui.sim.sshserver import SimSSHServer
 
@@ -232,3 +232,37 @@ def test_a_run_record_round_trips_through_json() -> None:
 def test_relative_runs_dirs_are_refused(conn: Connection) -> None:
     with pytest.raises(ShellError, match="absolute"):
         RunManager(conn, Target(), "runs")
+
+
+async def test_a_stop_cut_off_by_a_dropped_connection_still_finishes_on_the_host(
+    manager: RunManager, fake_server: Path, sim_server: SimSSHServer
+) -> None:
+    run = await manager.launch([str(fake_server)], {"IGNORE_TERM": "1"})
+    await _wait_for(lambda: _has_text(Path(run.log_path), "child 2 alive"))
+    stopping = asyncio.ensure_future(manager.stop(run, grace=0.6))
+    await asyncio.sleep(0.3)
+    await sim_server.abort_connections()
+    with pytest.raises(RunError, match="the stop goes on on the host"):
+        await stopping
+
+    async def gone() -> bool:
+        return (await manager.status(run)).members == 0
+
+    await _wait_for(gone, timeout=5)
+
+
+async def test_listed_runs_know_when_they_were_launched(manager: RunManager, fake_server: Path) -> None:
+    run = await manager.launch([str(fake_server)], {"EXIT_AFTER": "0"})
+    (listed,) = await manager.list_runs()
+    assert abs(listed.started_at - run.started_at) < 2
+
+
+async def test_runs_work_the_same_on_the_local_transport(tmp_path: Path, fake_server: Path) -> None:
+    from sgtui.remote.connection import LocalTransport
+
+    mgr = RunManager(LocalTransport(), Target(), str(tmp_path / "local-runs"))
+    run = await mgr.launch([str(fake_server)])
+    await _wait_for(lambda: _has_text(Path(run.log_path), "child 1 alive"))
+    assert (await mgr.status(run)).state is RunState.RUNNING
+    assert (await mgr.stop(run, grace=2)).signal == "TERM"
+    assert (await mgr.status(run)).state is RunState.DEAD

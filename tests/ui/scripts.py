@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from sgtui.sim import logfmt
 
 T0 = 1_800_000_000.0
@@ -14,7 +16,9 @@ NOT_ENOUGH = (
 
 
 def _at(dt: float, rank: int | None, body: str) -> str:
-    return logfmt.prefix(rank, 2, T0 + dt) + body
+    """SGLang's `[date time TPn] ` prefix, in UTC so that snapshots do not depend on the time zone."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(T0 + dt))
+    return f"[{stamp}{'' if rank is None else f' TP{rank}'}] {body}"
 
 
 def _start() -> list[str]:

@@ -45,19 +45,23 @@ class DiagnosisPanel(Static):
 
     @property
     def first_suggestion(self) -> SuggestionView | None:
-        for d in self.diagnoses:
-            for s in d.suggestions:
-                if s.applicable:
-                    return s
-        return None
+        return first_applicable(self.diagnoses)
 
     def consume_first(self) -> None:
-        """Mark the first suggestion as applied so `a` moves on to the next one."""
-        first = self.first_suggestion
-        out: list[DiagnosisView] = []
-        for d in self.diagnoses:
-            kept = tuple(s for s in d.suggestions if s is not first)
-            out.append(DiagnosisView(d.title, d.detail, kept))
-            if len(kept) != len(d.suggestions):
-                first = None
-        self.show(out)
+        """Drop the first applicable suggestion (it was applied) so `a` moves on to the next one."""
+        self.show(without_first(self.diagnoses))
+
+
+def first_applicable(diagnoses: list[DiagnosisView]) -> SuggestionView | None:
+    return next((s for d in diagnoses for s in d.suggestions if s.applicable), None)
+
+
+def without_first(diagnoses: list[DiagnosisView]) -> list[DiagnosisView]:
+    first = first_applicable(diagnoses)
+    out: list[DiagnosisView] = []
+    for d in diagnoses:
+        kept = tuple(s for s in d.suggestions if s is not first)
+        if len(kept) != len(d.suggestions):
+            first = None
+        out.append(DiagnosisView(d.title, d.detail, kept))
+    return out

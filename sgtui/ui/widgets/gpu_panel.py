@@ -60,7 +60,7 @@ class GpuRow(Horizontal):
     def update_gpu(self, gpu: GpuView) -> None:
         self.gpu = gpu
         self.spark.push(gpu.used_mib, gpu.total_mib)
-        self.usage.update(usage_text(gpu))
+        self.usage.update(usage_text(gpu), layout=False)
 
 
 def short_name(name: str) -> str:
@@ -97,4 +97,4 @@ class GpuPanel(Vertical):
         self.query_one("#gpu-empty", Static).display = not gpus
         for gpu in gpus:
             self._rows[gpu.index].update_gpu(gpu)
-        self.query_one("#gpu-holders", Static).update(holders_text(gpus) if gpus else "")
+        self.query_one("#gpu-holders", Static).update(holders_text(gpus) if gpus else "", layout=False)

@@ -69,6 +69,10 @@ class RunLog(Log):
         self.filter_text = ""
         self.total_lines = 0
 
+    def on_resize(self) -> None:
+        if self.auto_scroll:
+            self.call_after_refresh(self.scroll_end, animate=False)
+
     @property
     def following(self) -> bool:
         return self.auto_scroll

@@ -32,8 +32,8 @@ def timeline_text(view: TimelineView) -> Text:
     for m in view.milestones:
         mark, style = ("✓", "green") if m.done else ("·", "dim")
         text.append(f"{mark} ", style=style)
-        text.append(f"{m.label:<19}", style="" if m.done else "dim")
-        text.append(f"{elapsed(m.elapsed_s):>7}\n", style="dim")
+        text.append(f"{m.label:<17}", style="" if m.done else "dim")
+        text.append(f"{elapsed(m.elapsed_s):>6}\n", style="dim")
     if view.facts:
         text.append("\n")
         for label, value in view.facts:

@@ -1,0 +1,112 @@
+"""How long `sgtui fit` takes end to end, what it imports, and what one run costs in process.
+
+Run by hand: `.venv/bin/python bench/bench_fit_cli.py [--runs N]`. The wall time is a fresh interpreter
+per run (`python -m sgtui fit ...`, as a user or a script calls it), median of N; the import set is taken
+in a fresh interpreter after one fit, so anything heavy that slipped in shows up by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+QWEN35 = REPO / "tests" / "fixtures" / "models" / "qwen3_5_27b"
+LLAMA = REPO / "tests" / "fixtures" / "models" / "llama3_1_8b"
+
+CASES = {
+    "Llama-3.1-8B, H100, defaults": ["--config", str(LLAMA), "--gpu", "H100-80G", "--", "--tp-size", "1"],
+    "Qwen3.5-27B, 2xA6000, NEXTN, 0.5.9 (fails: advice searches)": [
+        "--config",
+        str(QWEN35),
+        "--gpu",
+        "A6000",
+        "--sglang",
+        "0.5.9",
+        "--free-gib",
+        "47",
+        "--weights-gib",
+        "25.5",
+        "--",
+        "--tp-size",
+        "2",
+        "--mem-fraction-static",
+        "0.85",
+        "--context-length",
+        "32768",
+        "--speculative-algorithm",
+        "NEXTN",
+    ],
+}
+HEAVY = ("textual", "asyncssh", "pynvml", "plotext", "textual_plotext", "platformdirs", "yaml", "rich")
+
+
+def wall_times(argv: list[str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "sgtui", "fit", *argv], capture_output=True, text=True)
+        times.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise SystemExit(f"sgtui fit failed: {proc.stderr.strip()}")
+    return times
+
+
+def import_set(argv: list[str]) -> dict[str, object]:
+    code = (
+        "import sys, json, io, contextlib\n"
+        "from sgtui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['fit', *{argv!r}])\n"
+        "mods = sorted(sys.modules)\n"
+        "print(json.dumps({'count': len(mods), 'sgtui': [m for m in mods if m.startswith('sgtui')],\n"
+        f"    'heavy': [m for m in {HEAVY!r} if m in sys.modules]}}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def in_process(argv: list[str], repeats: int = 100) -> float:
+    """Median milliseconds of the whole command run in process (flags, config read, fit with advice,
+    JSON), i.e. what the UI's fit panel pays per keystroke plus the file read."""
+    import contextlib
+    import io
+
+    sys.path.insert(0, str(REPO))
+    from sgtui.cli import main as sgtui_main
+
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            sgtui_main(["fit", "--json", *argv])
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    baseline = wall_times(["--help"], args.runs)
+    print(f"python -m sgtui fit --help: median {statistics.median(baseline) * 1000:.0f} ms")
+    for name, argv in CASES.items():
+        times = wall_times(argv, args.runs)
+        print(
+            f"{name}: median {statistics.median(times) * 1000:.0f} ms, "
+            f"min {min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms ({args.runs} runs)"
+        )
+    imports = import_set(CASES["Llama-3.1-8B, H100, defaults"])
+    print(f"modules loaded after one fit: {imports['count']}; heavy: {imports['heavy'] or 'none'}")
+    print(f"sgtui modules: {', '.join(imports['sgtui'])}")
+    for name, argv in CASES.items():
+        print(f"in process, {name}: median {in_process(argv):.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""The Mamba / linear-attention state pool: strategy, slots per request, K, and what it takes from rest.
+
+Sources: server_args._handle_mamba_radix_cache and model_runner_kv_cache_mixin.handle_max_mamba_cache /
+_calculate_mamba_ratio (0.5.9, 0.5.11); mem_cache/kv_cache_configurator.py _handle_max_mamba_cache and
+arg_groups/overrides.py _mamba_radix_cache_resolution (0.5.23).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sgtui.core import fit_errors
+from sgtui.core.flags import LaunchSpec
+
+GIB = 1 << 30
+
+
+@dataclass
+class MambaBudget:
+    """The state pool's resolution for one launch; `rest` is the static budget it eats into (GiB)."""
+
+    rest: float
+    radix_disabled: bool
+    overlap: bool = True
+    strategy: str = ""
+    ratio: int = 1  # state slots per running request
+    k: int = 0  # max_mamba_cache_size
+    spec_state_gib: float = 0.0  # speculative intermediate state taken from rest
+
+
+def resolve_strategy(
+    b: MambaBudget, spec: LaunchSpec, family: str, *, speculative: bool, arch: str, extra_buffer_ok: bool
+) -> None:
+    """The strategy, the radix-cache rules, and the slots each running request holds."""
+    strategy = (spec.mamba_strategy or "auto").lower()
+    b.overlap = not spec.disable_overlap_schedule
+    if strategy == "auto":
+        # 0.5.23 resolves auto to extra_buffer where the architecture supports it (Qwen3-Next/3.5).
+        eligible = family == "0.5.23" and extra_buffer_ok and (b.overlap or (spec.page_size or 1) > 1)
+        strategy = "extra_buffer" if eligible else "no_buffer"
+    if strategy.startswith("extra_buffer") and b.radix_disabled and family != "0.5.23":
+        raise fit_errors.PredictedError(fit_errors.extra_buffer_without_radix())
+    if strategy == "no_buffer" and not b.radix_disabled:
+        if speculative and family == "0.5.9":
+            b.radix_disabled = True  # "Disabling radix cache since speculative decoding ... not supported"
+        elif speculative and family == "0.5.11":
+            raise fit_errors.PredictedError(fit_errors.radix_conflict(arch))
+        elif not speculative and family != "0.5.23":
+            b.overlap = False  # no_buffer with the radix cache turns the overlap scheduler off
+    b.strategy = strategy
+    if b.radix_disabled:
+        b.ratio = 1
+    elif strategy == "no_buffer":
+        b.ratio = 3
+    elif strategy == "extra_buffer_lazy":
+        b.ratio = 4
+    elif family == "0.5.9":
+        b.ratio = 4 if speculative else 5
+    else:
+        b.ratio = 5 if b.overlap else 4
+
+
+def take_state(
+    b: MambaBudget,
+    spec: LaunchSpec,
+    family: str,
+    *,
+    slot: int,
+    draft_tokens: int | None,
+    max_running: int | None,
+    dp: int,
+) -> None:
+    """Choose K and subtract the state pool (and the speculative intermediate state) from `b.rest`."""
+    r = spec.mamba_full_memory_ratio
+    d = draft_tokens or 0
+    speculative = draft_tokens is not None and max_running is not None
+    if family != "0.5.23":
+        if speculative:
+            assert max_running is not None
+            b.spec_state_gib = slot * (max_running // dp) * d / GIB  # reserved before the split, uncapped
+            b.rest -= b.spec_state_gib
+        if spec.max_mamba_cache_size is not None:
+            b.k = spec.max_mamba_cache_size // dp
+        elif b.radix_disabled and max_running is not None:
+            b.k = max_running // dp
+        else:
+            b.k = int((b.rest * r / (1 + r) * GIB) // slot)
+        b.rest -= b.k * slot / GIB
+        return
+    if spec.max_mamba_cache_size is not None:
+        b.k = spec.max_mamba_cache_size // dp
+        if speculative:
+            assert max_running is not None
+            capped = min(max(1, max_running // dp), b.k // b.ratio)
+            b.spec_state_gib = slot * (capped + 1) * d / GIB
+    elif b.radix_disabled and max_running is not None:
+        b.k = max(1, max_running // dp)
+        if speculative:
+            b.spec_state_gib = slot * (b.k + 1) * d / GIB
+    else:
+        budget_bytes = b.rest * r / (1 + r) * GIB
+        if speculative:
+            assert max_running is not None
+            # joint solve: main state + intermediate state = the Mamba share of rest
+            b.k = int((budget_bytes - slot * (1 + d)) // (slot * (1 + d / b.ratio)))
+            capped = min(max(1, max_running // dp), b.k // b.ratio)
+            b.spec_state_gib = slot * (capped + 1) * d / GIB
+        else:
+            b.k = int((budget_bytes - slot) // slot)
+    b.rest -= b.spec_state_gib
+    if b.k <= 0:
+        raise fit_errors.PredictedError(fit_errors.mamba_cache_too_small(b.k, b.rest, slot))
+    b.rest -= (b.k + 1) * slot / GIB  # the pool pads one slot

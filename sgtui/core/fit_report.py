@@ -1,0 +1,157 @@
+"""What `fit()` returns: the budget lines, pools, verdict and warnings, and its JSON form.
+
+`FitReport.to_json()` is the `sgtui fit --json` contract (DESIGN.md); `predicted_log` holds the values
+SGLang would print (keys named like `sgtui explain`'s facts) for "predicted vs actual" views and the
+simulator's SGLang stand-in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FitWarning:
+    """One thing the user should know, with the flag to change and the value that would work."""
+
+    code: str
+    message: str
+    flag: str | None = None
+    suggested_value: Any = None
+
+
+Warning = FitWarning  # the name the architecture contract uses
+
+
+@dataclass(frozen=True)
+class MambaPool:
+    """The linear-attention state pool of one GPU (sizes in GiB; the pool pads one slot)."""
+
+    slot_bytes: int
+    max_mamba_cache_size: int
+    ratio: int
+    strategy: str
+    ssm_dtype: str
+    state_gib: float  # allocated: (K+1) slots
+    spec_state_gib: float  # the speculative intermediate state the budget reserved
+    conv_state_gib: float
+    ssm_state_gib: float
+    intermediate_ssm_gib: float
+    intermediate_conv_gib: float
+
+
+@dataclass
+class FitReport:
+    """The predicted startup of one launch: inputs, budget lines, pools, verdict and advice.
+
+    Sizes are GiB per GPU (SGLang's "GB"). `rest_gib` is the static budget A - P*(1-mfs) before the
+    Mamba state; `kv_pool_gib` what is left of it for the KV pool; `slack_gib` what stays free for
+    CUDA graphs and activations after every pool (and, before 0.5.23, the draft model)."""
+
+    sglang_version: str
+    family: str
+    gpu_name: str
+    gpu_total_gib: float
+    n_gpus: int
+    tp_size: int
+    baseline_free_gib: float
+    baseline_estimated: bool
+    mem_fraction_static: float
+    mem_fraction_static_auto: float
+    mem_fraction_static_is_auto: bool
+    weights_gib: float
+    weights_estimated: bool
+    draft_weights_gib: float
+    draft_weights_estimated: bool
+    available_after_weights_gib: float
+    rest_gib: float
+    kv_pool_gib: float
+    kv_cell_bytes: int
+    kv_cache_dtype: str
+    page_size: int
+    max_total_num_tokens: int
+    max_running_requests: int
+    context_length: int
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    speculative_num_draft_tokens: int | None
+    mamba: MambaPool | None
+    swa: dict[str, int] | None
+    req_to_token_gib: float
+    draft_kv_gib: float
+    slack_gib: float
+    activation_estimate_gib: float
+    verdict: str
+    error: str | None
+    warnings: list[FitWarning] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    predicted_log: dict[str, float | int | None] = field(default_factory=dict)
+    dtype: str = ""  # the model's runtime dtype ("bfloat16")
+
+    def to_json(self) -> dict[str, Any]:
+        """The `sgtui fit --json` object (DESIGN.md contract keys first; sizes in GiB)."""
+        mamba = None
+        if self.mamba is not None:
+            m = self.mamba
+            mamba = {
+                "slot_bytes": m.slot_bytes,
+                "max_mamba_cache_size": m.max_mamba_cache_size,
+                "state_gib": _r(m.state_gib),
+                "spec_state_gib": _r(m.spec_state_gib),
+                "slots_per_request": m.ratio,
+                "strategy": m.strategy,
+                "ssm_dtype": m.ssm_dtype,
+                "conv_state_gib": _r(m.conv_state_gib),
+                "ssm_state_gib": _r(m.ssm_state_gib),
+                "intermediate_ssm_gib": _r(m.intermediate_ssm_gib),
+                "intermediate_conv_gib": _r(m.intermediate_conv_gib),
+            }
+        return {
+            "sglang_version": self.sglang_version,
+            "gpu_total_gib": _r(self.gpu_total_gib),
+            "baseline_free_gib": _r(self.baseline_free_gib),
+            "mem_fraction_static": self.mem_fraction_static,
+            "mem_fraction_static_auto": self.mem_fraction_static_auto,
+            "weights_gib": _r(self.weights_gib),
+            "draft_weights_gib": _r(self.draft_weights_gib),
+            "rest_gib": _r(self.rest_gib),
+            "kv_cell_bytes": self.kv_cell_bytes,
+            "max_total_num_tokens": self.max_total_num_tokens,
+            "max_running_requests": self.max_running_requests,
+            "context_length": self.context_length,
+            "mamba": mamba,
+            "swa": self.swa,
+            "slack_gib": _r(self.slack_gib),
+            "verdict": self.verdict,
+            "error": self.error,
+            "warnings": [
+                {"code": w.code, "message": w.message, "flag": w.flag, "suggested_value": w.suggested_value}
+                for w in self.warnings
+            ],
+            "family": self.family,
+            "gpu_name": self.gpu_name,
+            "n_gpus": self.n_gpus,
+            "tp_size": self.tp_size,
+            "baseline_estimated": self.baseline_estimated,
+            "mem_fraction_static_is_auto": self.mem_fraction_static_is_auto,
+            "weights_estimated": self.weights_estimated,
+            "draft_weights_estimated": self.draft_weights_estimated,
+            "available_after_weights_gib": _r(self.available_after_weights_gib),
+            "kv_pool_gib": _r(self.kv_pool_gib),
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "dtype": self.dtype,
+            "page_size": self.page_size,
+            "chunked_prefill_size": self.chunked_prefill_size,
+            "cuda_graph_max_bs": self.cuda_graph_max_bs,
+            "speculative_num_draft_tokens": self.speculative_num_draft_tokens,
+            "req_to_token_gib": _r(self.req_to_token_gib),
+            "draft_kv_gib": _r(self.draft_kv_gib),
+            "activation_estimate_gib": _r(self.activation_estimate_gib),
+            "predicted_log": self.predicted_log,
+            "notes": self.notes,
+        }
+
+
+def _r(x: float) -> float:
+    return round(x, 4)

@@ -1,0 +1,49 @@
+"""Detached runs over real OpenSSH: they outlive the session, and stop is TERM then KILL by group."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from sgtui.remote.runs import RunManager, RunState
+from sgtui.remote.targets import Target
+from tests.sshd import SshdServer
+
+from .conftest import sshd_connection
+from .test_runs import SERVER
+
+pytestmark = pytest.mark.sshd
+
+
+async def test_a_run_outlives_its_session_and_stops_with_kill_when_term_is_ignored(
+    sshd: SshdServer, tmp_path: Path
+) -> None:
+    server_script = tmp_path / "fake-server"
+    server_script.write_text(SERVER)
+    server_script.chmod(0o755)
+    conn = sshd_connection(sshd, tmp_path)
+    mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
+    try:
+        run = await mgr.launch([str(server_script)], {"IGNORE_TERM": "1"})
+        log = Path(run.log_path)
+        for _ in range(100):
+            if log.exists() and "child 2 alive" in log.read_text():
+                break
+            await asyncio.sleep(0.05)
+        for pid in sshd.connection_pids():  # the SSH session dies abruptly
+            os.kill(pid, signal.SIGKILL)
+        size = log.stat().st_size
+        await asyncio.sleep(0.3)
+        assert log.stat().st_size > size
+        assert (await mgr.status(run)).state is RunState.RUNNING  # reconnects by itself
+        result = await mgr.stop(run, grace=0.5)
+        assert result.signal == "KILL" and result.members == 0
+        second = await mgr.launch([str(server_script)])
+        assert second.log_path != run.log_path
+        assert (await mgr.stop(second, grace=2)).signal == "TERM"
+    finally:
+        await conn.close()

@@ -1,0 +1,219 @@
+"""`sgtui fit`: the command-line contract, the human table, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sgtui.cli import main
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "models"
+QWEN35 = FIXTURES / "qwen3_5_27b"
+LLAMA = FIXTURES / "llama3_1_8b"
+
+EXAMPLE_A_FLAGS = [
+    "--tp",
+    "2",
+    "--mem-fraction-static",
+    "0.85",
+    "--context-length",
+    "32768",
+    "--speculative-algo",
+    "NEXTN",
+    "--speculative-num-steps",
+    "3",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "4",
+]
+MEASURED_A = ["--free-gib", "47.0", "--weights-gib", "25.5", "--draft-weights-gib", "0.4"]
+
+
+def _fit(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(["fit", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    rc, out, err = _fit(capsys, "--json", *argv)
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def test_example_a_json_on_0_5_9_fails_with_sglangs_text(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(
+        capsys,
+        "--config",
+        str(QWEN35),
+        "--gpu",
+        "A6000",
+        "--gpus",
+        "2",
+        "--sglang",
+        "0.5.9",
+        *MEASURED_A,
+        "--",
+        *EXAMPLE_A_FLAGS,
+    )
+    assert data["verdict"] == "fails"
+    assert data["error"].endswith("Current value: self.server_args.mem_fraction_static=0.85")
+    assert data["sglang_version"] == "0.5.9"
+    assert data["kv_cell_bytes"] == 32768
+
+
+def test_example_a_json_on_0_5_23_fits_with_nine_requests(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(
+        capsys,
+        "--config",
+        str(QWEN35),
+        "--gpu",
+        "A6000",
+        "--sglang",
+        "0.5.23",
+        *MEASURED_A,
+        "--",
+        *EXAMPLE_A_FLAGS,
+    )
+    assert (data["verdict"], data["max_running_requests"]) == ("fits", 9)
+    assert data["max_total_num_tokens"] == pytest.approx(248_129, abs=50)
+    assert data["mamba"]["max_mamba_cache_size"] == 48
+    assert data["swa"] is None
+
+
+def test_example_b_defaults_from_the_gpu_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(
+        capsys,
+        "--config",
+        str(LLAMA / "config.json"),
+        "--gpu",
+        "H100-80G",
+        "--free-gib",
+        "78.5",
+        "--weights-gib",
+        "15",
+        "--",
+        "--tp",
+        "1",
+    )
+    assert (data["mem_fraction_static"], data["mem_fraction_static_auto"]) == (0.83, 0.83)
+    assert (data["max_total_num_tokens"], data["max_running_requests"]) == (410_869, 2048)
+
+
+def test_model_path_folder_is_the_default_config(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(capsys, "--gpu", "48GiB", "--", "--model-path", str(LLAMA))
+    assert data["gpu_total_gib"] == 48.0
+    assert data["context_length"] == 131072
+
+
+def test_without_gpu_the_total_is_assumed_from_the_free_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(
+        capsys, "--config", str(LLAMA), "--free-gib", "46.5", "--weights-gib", "15", "--", "--tp-size", "1"
+    )
+    assert data["gpu_total_gib"] == 48.0
+    assert any("assumed from --free-gib" in note for note in data["notes"])
+
+
+def test_a_local_draft_model_folder_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text((LLAMA / "config.json").read_text())
+    (tmp_path / "model.safetensors.index.json").write_text('{"metadata": {"total_size": 1073741824}}')
+    data = _json(
+        capsys,
+        *("--config", str(LLAMA), "--gpu", "H100-80G", "--free-gib", "78", "--weights-gib", "15", "--"),
+        *("--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", str(tmp_path)),
+    )
+    assert data["draft_weights_gib"] == pytest.approx(1.0)
+
+
+def test_human_table_shows_budget_verdict_error_and_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _fit(
+        capsys,
+        "--config",
+        str(QWEN35),
+        "--gpu",
+        "A6000",
+        "--sglang",
+        "0.5.9",
+        *MEASURED_A,
+        "--",
+        *EXAMPLE_A_FLAGS,
+    )
+    assert rc == 0
+    assert "rest = A - P*(1-mfs) = 21.50 - 7.05 = 14.45 GiB" in out
+    assert "verdict              FAILS" in out
+    assert "RuntimeError: Not enough memory." in out
+    assert "warnings:" in out and "--max-running-requests" in out
+    assert "--speculative-algo resolved to --speculative-algorithm" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--config", "/nonexistent/config.json", "--gpu", "A6000", "--"], "file not found"),
+        (["--config", str(LLAMA), "--gpu", "Voodoo5", "--"], "unknown GPU"),
+        (["--config", str(LLAMA), "--gpu", "A6000", "--", "--tp", "two"], "--tp"),
+        (["--config", str(LLAMA), "--gpu", "A6000", "--", "--no-such-flag", "1"], "--no-such-flag"),
+        (["--config", str(LLAMA), "--gpu", "A6000", "--free-gib", "lots", "--"], "--free-gib 'lots'"),
+        (["--gpu", "A6000", "--", "--model-path", "Qwen/Qwen3-8B"], "not a local folder"),
+        (["--config", str(LLAMA), "--"], "--gpu is needed"),
+        (["--config", str(LLAMA), "--gpu", "A6000", "--gpus", "1", "--", "--tp", "2"], "needs 2 GPUs"),
+        (["--config", str(LLAMA), "--gpu", "A6000", "--sglang", "latest", "--"], "latest"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    rc, out, err = _fit(capsys, *argv)
+    assert rc == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("sgtui fit: ")
+    assert expected in err
+
+
+def test_malformed_config_names_line_and_column(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text('{\n  "num_hidden_layers": 32,\n  oops\n}')
+    rc, _, err = _fit(capsys, "--config", str(bad), "--gpu", "A6000", "--")
+    assert rc == 2 and "line 3, column 3" in err and err.count("\n") == 1
+
+
+def test_config_missing_a_field_names_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 2, "hidden_size": 64}))
+    rc, _, err = _fit(capsys, "--config", str(tmp_path), "--gpu", "A6000", "--")
+    assert rc == 2 and "'num_attention_heads'" in err
+
+
+def test_bad_input_in_a_real_process_prints_no_traceback() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "sgtui", "fit", "--config", "/nonexistent", "--gpu", "A6000", "--"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_fit_imports_nothing_heavy() -> None:
+    code = (
+        "import sys; from sgtui.cli import main; "
+        f"main(['fit', '--config', {str(LLAMA)!r}, '--gpu', 'A6000', '--json', '--']); "
+        "heavy = ('textual', 'asyncssh', 'pynvml', 'plotext', 'platformdirs', 'yaml'); "
+        "heavy = [m for m in heavy if m in sys.modules]; "
+        "print('HEAVY', heavy, file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY []" in proc.stderr
+
+
+def test_free_memory_can_be_given_per_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(
+        capsys, "--config", str(LLAMA), "--gpu", "A6000", "--free-gib", "47,40", "--", "--tp-size", "2"
+    )
+    assert data["verdict"] == "fails" and "unbalanced" in data["error"]

@@ -1,0 +1,114 @@
+"""`sgtui launch PROFILE --watch` against `sgtui sim-host`: ready exits 0, a failed launch exits 1 with its
+diagnosis, a bad profile exits 2 with every problem."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.sim.simhost_process import free_port, running_sim_host, sgtui
+
+
+def test_the_working_profile_is_followed_to_ready_and_exits_0(tmp_path: Path) -> None:
+    with running_sim_host(tmp_path) as host:
+        profile = host.profile("qwen36-27b-a6000-mrr8.yaml", server_port=free_port())
+        result = sgtui("launch", str(profile), "--watch", config_dir=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert "launched qwen36-27b-a6000-mrr8 on sim (pct 129)" in lines[0]
+    kinds = [line.split("] ", 1)[1].split()[0] for line in lines[1:] if "] " in line]
+    for kind in ("server_args", "load_weight_end", "kv_cache_allocated", "cuda_graph_end", "ready"):
+        assert kind in kinds, result.stdout
+    assert kinds.index("load_weight_end") < kinds.index("kv_cache_allocated") < kinds.index("ready")
+    found = re.search(r"load_weight_end .*mem_usage_gib=([\d.]+)", result.stdout)
+    assert found is not None, result.stdout
+    assert 24 < float(found.group(1)) < 27  # about the spec's 25.5 GiB per GPU for Qwen3.6-27B at TP 2
+    assert lines[-1].split("] ", 1)[1].startswith("ready: ")
+
+
+def test_the_0_5_9_profile_fails_with_the_not_enough_memory_diagnosis_and_exits_1(tmp_path: Path) -> None:
+    with running_sim_host(tmp_path) as host:
+        profile = host.profile("qwen36-27b-a6000.yaml", server_port=free_port())
+        result = sgtui("launch", str(profile), "--watch", config_dir=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "error (not_enough_memory)" in result.stdout
+    assert "diagnosis: " in result.stdout
+    assert "failed: not_enough_memory" in result.stdout.splitlines()[-1]
+
+
+def test_json_events_prints_one_object_per_event(tmp_path: Path) -> None:
+    with running_sim_host(tmp_path) as host:
+        host.profile("qwen36-27b-a6000-mrr8.yaml", server_port=free_port())
+        result = sgtui("launch", "qwen36-27b-a6000-mrr8", "--watch", "--json-events", config_dir=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0]["event"] == "launched" and events[0]["run"]["target"] == {"kind": "pct", "id": "129"}
+    milestones = [e for e in events if e["event"] == "milestone"]
+    assert milestones[-1]["kind"] == "ready"
+    weights = next(e for e in milestones if e["kind"] == "load_weight_end")
+    assert 24 < weights["values"]["mem_usage_gib"] < 27 and weights["elapsed"] >= 0
+    assert events[-1]["event"] == "ready"
+
+
+def test_launch_without_watch_returns_once_the_run_is_detached(tmp_path: Path) -> None:
+    with running_sim_host(tmp_path) as host:
+        profile = host.profile("qwen36-27b-a6000-mrr8.yaml", server_port=free_port())
+        result = sgtui("launch", str(profile), config_dir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1 and "pid " in result.stdout
+
+
+def test_a_bad_profile_lists_every_problem_and_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: bad\nhost: sim\npython: /opt/sglang/venv/bin/python\n"
+        "target:\n  kind: lxc\n  id: 129\n"
+        "sglang:\n  model-path: /models/Qwen3.6-27B\n  tp-sise: 2\n"
+    )
+    result = sgtui("launch", str(bad), "--watch", config_dir=tmp_path)
+    assert result.returncode == 2
+    assert "bad.yaml:5" in result.stderr and "bad.yaml:9" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_missing_profile_or_unknown_host_is_a_clear_error(tmp_path: Path) -> None:
+    missing = sgtui("launch", "no-such-profile", config_dir=tmp_path)
+    assert missing.returncode == 2 and "no-such-profile" in missing.stderr
+    profile = tmp_path / "p.yaml"
+    profile.write_text("name: p\nhost: nowhere\npython: /usr/bin/python3\nsglang:\n  model-path: /m\n")
+    unknown = sgtui("launch", str(profile), config_dir=tmp_path)
+    assert unknown.returncode == 2 and "unknown host 'nowhere'" in unknown.stderr
+
+
+async def test_watch_resumes_after_the_connection_drops_without_losing_or_repeating_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sgtui.commands.launch import Printer, launch
+    from sgtui.sim.host import SimHost
+
+    monkeypatch.setenv("SGTUI_CONFIG_DIR", str(tmp_path))
+    async with SimHost(speed=10) as host:
+        written = host.write_config(tmp_path)
+        profile = next(p for p in written.profiles if p.name == "qwen36-27b-a6000-mrr8.yaml")
+        profile.write_text(profile.read_text().replace("port: 30000", f"port: {free_port()}"))
+        out = io.StringIO()
+        watch = asyncio.ensure_future(
+            launch(profile, host=None, watch=True, printer=Printer(json_events=True, out=out), timeout=60)
+        )
+        deadline = time.monotonic() + 30
+        while '"load_weight_begin"' not in out.getvalue():
+            assert time.monotonic() < deadline and not watch.done(), out.getvalue()
+            await asyncio.sleep(0.02)
+        await host.server.abort_connections()
+        rc = await asyncio.wait_for(watch, 60)
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    kinds = [e["kind"] for e in events if e["event"] == "milestone"]
+    assert rc == 0, out.getvalue()
+    assert len(kinds) == len(set(kinds)), kinds
+    assert kinds[-1] == "ready" and "load_weight_end" in kinds and "kv_cache_allocated" in kinds

@@ -1,0 +1,37 @@
+"""Fixtures for the UI tests: the demo profile, a scripted backend, and a way to wait on the app."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from sgtui.core.profiles import Profile, load_profile
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILE = REPO / "profiles" / "qwen36-27b-2xa6000.yaml"
+
+
+@pytest.fixture
+def profile() -> Profile:
+    return load_profile(PROFILE)
+
+
+@pytest.fixture(autouse=True)
+def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Never read or write the real sgtui config dir."""
+    monkeypatch.setenv("SGTUI_CONFIG_DIR", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+async def wait_for(pilot: Pilot[Any], condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> None:
+    """Let the app run until `condition()` is true; fail with `what` when it never becomes true."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        await pilot.pause(0.02)

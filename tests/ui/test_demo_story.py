@@ -1,0 +1,54 @@
+"""The demo story on the simulated Proxmox host, through real SSH on 127.0.0.1: launch, fail with "Not
+enough memory", read the diagnosis, apply its flag with one key, restart, become ready."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgtui.core.profiles import load_profile
+from sgtui.remote.hosts import load_hosts
+from sgtui.sim.host import SimHost
+from sgtui.ui.app import SgtuiApp
+from sgtui.ui.remote_backend import RemoteBackend
+from sgtui.ui.widgets.diagnosis import DiagnosisPanel
+from sgtui.ui.widgets.gpu_panel import GpuPanel
+from sgtui.ui.widgets.run_log import RunLog
+from tests.ui.conftest import wait_for
+
+SPEED = 20.0
+
+
+async def test_the_demo_story_from_failure_to_ready_with_the_footer_keys(_config_dir: Path) -> None:
+    async with SimHost(speed=SPEED) as host:
+        written = host.write_config(_config_dir)
+        path = next(p for p in written.profiles if "a6000" in p.stem)
+        backend = RemoteBackend(
+            load_hosts(ssh_config=False), runs_dir=str(host.state_dir / "runs"), user_known_hosts=None
+        )
+        app = SgtuiApp(backend, load_profile(path), path, theme="textual-dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.host_states.get("sim") == "connected", 20, "SSH to the sim")
+            await wait_for(pilot, lambda: app.version == "0.5.9", 20, "the SGLang version of lxc 129")
+            await pilot.press("l")
+            await wait_for(pilot, lambda: app.run_state == "failed", 30, "the launch to fail")
+            assert any("Not enough memory" in line for line in app.query_one(RunLog).lines)
+            first = app.query_one(DiagnosisPanel).first_suggestion
+            assert first is not None and (first.flag, first.value) == ("--max-running-requests", "8")
+            failed_run = app.current
+            await pilot.press("a")
+            await wait_for(pilot, lambda: app.form.values().get("--max-running-requests") == 8, 5, "the fix")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.current is not failed_run, 30, "the relaunch")
+            await wait_for(pilot, lambda: app.run_state == "ready", 30, "ready")
+            assert app.current is not None and failed_run is not None
+            assert app.current.log_path != failed_run.log_path
+            peak = max(max(s) for s in ([g[1] for g in pts] for pts in app.history.series.values()))
+            assert peak > 20  # GiB: the sparklines saw the weights and pools arrive
+            await wait_for(
+                pilot,
+                lambda: any(p.name.startswith("sglang") for g in app.query_one(GpuPanel).latest for p in g.processes),
+                10,
+                "the server's processes among the GPU holders",
+            )
+            await pilot.press("q")
+        assert host.gpu_memory()[0] > 20_000  # quitting left the server running on the host

@@ -1,0 +1,267 @@
+"""The app's flows against a scripted backend: what a user sees and what reaches the host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Input, TabbedContent
+
+from sgtui.core.profiles import Profile, load_profile
+from sgtui.ui.app import SgtuiApp
+from sgtui.ui.screens.confirm import ConfirmScreen
+from sgtui.ui.screens.gpu_detail import GpuDetailScreen
+from sgtui.ui.screens.help import HelpScreen
+from sgtui.ui.views import RunView
+from sgtui.ui.widgets.diagnosis import DiagnosisPanel
+from sgtui.ui.widgets.fit_panel import FitPanel
+from sgtui.ui.widgets.gpu_panel import GpuPanel
+from sgtui.ui.widgets.host_picker import HostPicker
+from sgtui.ui.widgets.run_log import RunLog
+from sgtui.ui.widgets.runs_table import RunsTable
+from sgtui.ui.widgets.timeline import Timeline
+from tests.ui.conftest import wait_for
+from tests.ui.fakes import FakeBackend, gpus
+from tests.ui.scripts import failing_log, ready_log
+
+SIZE = (120, 40)
+
+
+def make_app(backend: FakeBackend, profile: Profile) -> SgtuiApp:
+    return SgtuiApp(backend, profile, theme="textual-dark")
+
+
+async def test_launch_follows_the_new_run_to_ready_with_the_timeline(profile: Profile) -> None:
+    backend = FakeBackend(launch_logs=[ready_log()])
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit before launching")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
+        assert backend.launched[0].sglang["--tp-size"] == 2
+        view = app.query_one(Timeline).view
+        assert view.phase == "ready"
+        assert all(m.done for m in view.milestones)
+        assert ("KV tokens", f"{app.fit_report['max_total_num_tokens']:,}", "248,120") in view.comparisons
+        assert app.query_one(RunLog).line_count == len(ready_log())
+        assert app.query_one(TabbedContent).active == "log"
+
+
+async def test_a_failure_shows_its_diagnosis_and_a_applies_the_suggested_flag(profile: Profile) -> None:
+    backend = FakeBackend(launch_logs=[failing_log()])
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.run_state == "failed", what="failure")
+        panel = app.query_one(DiagnosisPanel)
+        assert panel.display
+        assert "Not enough GPU memory" in panel.diagnoses[0].title
+        suggestion = panel.first_suggestion
+        assert suggestion is not None and suggestion.applicable
+        assert app.query_one(Timeline).view.error.startswith("RuntimeError: Not enough memory")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: suggestion.flag in app.form.values(), what="applied flag")
+        assert str(app.form.values()[suggestion.flag]) == str(suggestion.value)
+        assert app.profile.sglang[suggestion.flag] == app.form.values()[suggestion.flag]
+
+
+async def test_restart_asks_first_waits_for_the_gpus_then_launches_into_a_new_log(profile: Profile) -> None:
+    backend = FakeBackend(launch_logs=[ready_log(), ready_log()], hold_tail=True)
+    backend.gpu_wait_lines = ["waiting for GPUs 0, 1 to be free: sglang::scheduler[4242] 31000 MiB"]
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.run_state == "ready")
+        first = app.current
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation")
+        assert backend.stopped == []
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.current is not None and app.current.run_id == "run-2", what="second run")
+        assert backend.stopped == ["run-1"]
+        await wait_for(pilot, lambda: app.run_state == "ready")
+        assert first is not None and first.log_path != app.current.log_path
+        runs = app.query_one(RunsTable)
+        await wait_for(pilot, lambda: [r.run_id for r in runs.runs] == ["run-1", "run-2"])
+
+
+async def test_declining_the_stop_question_stops_nothing(profile: Profile) -> None:
+    backend = FakeBackend(launch_logs=[ready_log()], hold_tail=True)
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.run_state == "ready")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        assert backend.stopped == []
+        await pilot.press("s", "y")
+        await wait_for(pilot, lambda: backend.stopped == ["run-1"], what="stop")
+        await wait_for(pilot, lambda: app.run_state == "stopped")
+
+
+async def test_editing_a_flag_updates_the_fit(profile: Profile) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.query_one(FitPanel).report is not None, what="first fit")
+        assert app.fit_report is not None and app.fit_report["context_length"] == 32768
+        await pilot.press("2")
+        box = app.form.field("--context-length").control  # type: ignore[union-attr]
+        assert isinstance(box, Input)
+        box.focus()
+        box.value = "8192"
+        await wait_for(pilot, lambda: (app.fit_report or {}).get("context_length") == 8192, what="refit")
+
+
+async def test_a_bad_flag_value_is_shown_at_the_flag_and_blocks_the_launch(profile: Profile) -> None:
+    backend = FakeBackend(launch_logs=[ready_log()])
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
+        field = app.form.field("--mem-fraction-static")
+        assert field is not None and isinstance(field.control, Input)
+        field.control.value = "lots"
+        await pilot.pause(0.05)
+        assert field.error.startswith("--mem-fraction-static:") and "lots" in field.error
+        assert field.has_class("-invalid")
+        app.query_one(RunLog).focus()
+        await pilot.press("l")
+        await pilot.pause(0.1)
+        assert backend.launched == []
+        assert app.query_one(TabbedContent).active == "flags"
+        assert any("--mem-fraction-static" in n.message for n in app._notifications)
+
+
+async def test_a_lost_connection_is_shown_and_its_recovery_too(profile: Profile) -> None:
+    backend = FakeBackend()
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
+        backend.push_state("lost", "connection reset")
+        await wait_for(pilot, lambda: app.host_states["pve"] == "lost")
+        assert "lost" in str(app.query_one("#status").render())
+        assert app.query_one("#status").has_class("-lost")
+        assert app.query_one(HostPicker).hosts["pve"].state == "lost"
+        backend.push_state("connected")
+        await wait_for(pilot, lambda: app.host_states["pve"] == "connected")
+        assert not app.query_one("#status").has_class("-lost")
+        assert any("reconnected" in n.message for n in app._notifications)
+
+
+async def test_a_running_run_is_reattached_after_a_restart_of_sgtui(profile: Profile) -> None:
+    alive = RunView("run-7", "pve", "lxc 129", "qwen36-27b-2xa6000", "running", "/var/tmp/r7/server.log")
+    backend = FakeBackend(existing_runs=[alive], existing_logs={"run-7": ready_log()[:6]}, hold_tail=True)
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.current is not None and app.current.run_id == "run-7", what="reattach")
+        await wait_for(pilot, lambda: app.query_one(RunLog).line_count == 6)
+        assert backend.launched == []
+
+
+async def test_an_old_run_log_can_be_opened_from_the_runs_tab(profile: Profile) -> None:
+    old = RunView("run-3", "pve", "lxc 129", "qwen36-27b-2xa6000", "failed", "/var/tmp/r3/server.log")
+    backend = FakeBackend(existing_runs=[old], existing_logs={"run-3": failing_log()})
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.query_one(RunsTable).runs == [old])
+        assert app.current is None
+        await pilot.press("4")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.run_state == "failed", what="old run's outcome")
+        assert app.query_one(DiagnosisPanel).diagnoses
+
+
+async def test_the_log_filter_and_the_jump_to_the_first_error(profile: Profile) -> None:
+    backend = FakeBackend(launch_logs=[failing_log()])
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.run_state == "failed")
+        log = app.query_one(RunLog)
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input) and app.focused.id == "log-filter"
+        await pilot.press(*"sigquit")
+        await wait_for(pilot, lambda: log.line_count == 1)
+        assert "sigquit" in log.lines[0]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: log.line_count == len(failing_log()))
+        await pilot.press("x")
+        assert not log.following
+        first = log.first_error_index()
+        assert first is not None and "Traceback" in log.lines[first]
+        await pilot.press("f")
+        assert log.following
+
+
+async def test_hosts_show_their_state_and_containers_and_filter_as_you_type(profile: Profile) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        picker = app.query_one(HostPicker)
+        await wait_for(pilot, lambda: picker.containers.get("pve"), what="containers")
+        await pilot.press("1")
+        labels = [str(n.label) for n in picker.tree.root.children]
+        assert labels[0].startswith("● pve connected")
+        assert [str(c.label) for c in picker.tree.root.children[0].children][0].startswith("lxc 129 sglang running")
+        picker.query_one("#host-filter", Input).value = "docker"
+        await pilot.pause(0.05)
+        assert [str(n.label).split()[1] for n in picker.tree.root.children] == ["pve"]
+        assert [str(c.label) for c in picker.tree.root.children[0].children] == ["docker vllm exited"]
+
+
+async def test_the_gpu_panel_draws_each_gpu_on_its_fixed_scale_with_its_holders(profile: Profile) -> None:
+    backend = FakeBackend(gpu_frames=[gpus((512, 512)), gpus((31000, 30000), holder="x")])
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(GpuPanel)
+        await wait_for(pilot, lambda: len(panel.latest) == 2 and panel.latest[0].used_mib == 31000)
+        spark = app.query_one("#gpu-spark-0")
+        assert spark.values[-2:] == [512, 31000]  # type: ignore[attr-defined]
+        assert "sglang::scheduler[4242]@lxc 129" in str(app.query_one("#gpu-holders").render())
+        await pilot.press("g")
+        assert isinstance(app.screen, GpuDetailScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, GpuDetailScreen)
+
+
+async def test_help_lists_the_keys_from_the_bindings(profile: Profile) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        keys = dict(app.screen.rows)
+        for key in ("l", "s", "r", "e", "/", "g", "p", "?", "q"):
+            assert key in keys
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_profiles_can_be_saved_and_duplicated_into_the_config_dir(
+    profile: Profile, _config_dir: Path
+) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await pilot.press("ctrl+d")
+        box = app.screen.query_one("#dup-name", Input)
+        box.value = "mine"
+        await pilot.press("enter")
+        saved = _config_dir / "profiles" / "mine.yaml"
+        await wait_for(pilot, saved.exists, what="saved copy")
+        copy = load_profile(saved)
+        assert copy.name == "mine" and copy.sglang == profile.sglang
+
+
+async def test_quitting_leaves_the_run_running(profile: Profile) -> None:
+    backend = FakeBackend(launch_logs=[ready_log()], hold_tail=True)
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.run_state == "ready")
+        await pilot.press("q")
+    assert backend.stopped == []
+    assert backend.closed

@@ -1,0 +1,96 @@
+"""SVG snapshots of the main screens at 120x40 and 80x24, from fixed data (no clocks, no network).
+
+Update after an intended change with `pytest tests/ui/test_snapshots.py --snapshot-update` and look at
+the report it writes before committing the new SVGs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from sgtui.core.profiles import load_profile
+from sgtui.ui.app import SgtuiApp
+from sgtui.ui.views import RunView
+from tests.ui.conftest import PROFILE, wait_for
+from tests.ui.fakes import FakeBackend, gpus
+from tests.ui.scripts import failing_log, ready_log
+
+SIZES = [(120, 40), (80, 24)]
+GPU_FRAMES = [gpus((512, 512)), gpus((27_000, 26_900)), gpus((31_800, 31_700), holder="x")]
+
+
+def app_with(**backend: Any) -> SgtuiApp:
+    fake = FakeBackend(gpu_frames=GPU_FRAMES, **backend)
+    return SgtuiApp(fake, load_profile(PROFILE), theme="textual-dark")
+
+
+def settle(step: Callable[[SgtuiApp, Pilot[Any]], Awaitable[None]]) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """Run `step`, then wait out the fit and the GPU frames and clear the toasts, which come and go."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, SgtuiApp)
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
+        await wait_for(pilot, lambda: len(app.history.series.get(0, ())) == len(GPU_FRAMES), what="GPU frames")
+        await step(app, pilot)
+        app.clear_notifications()
+        await pilot.pause(0.1)
+        await pilot.wait_for_scheduled_animations()
+
+    return run_before
+
+
+async def _failed(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await pilot.press("l")
+    await wait_for(pilot, lambda: app.run_state == "failed", what="the failure")
+
+
+async def _ready(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await pilot.press("l")
+    await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
+
+
+async def _flags(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await pilot.press("2")
+
+
+async def _hosts(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await wait_for(pilot, lambda: app.query_one("#picker").containers.get("pve"), what="containers")
+    await pilot.press("1")
+
+
+async def _runs(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await wait_for(pilot, lambda: len(app.runs) == 2, what="the runs")
+    await pilot.press("4")
+
+
+OLD_RUNS = [
+    RunView("20260115-080100-a1b2c3", "pve", "pct 129", "qwen36-27b-2xa6000", "failed", "/var/tmp/sgtui-runs/a/server.log", "01-15 08:01"),
+    RunView("20260115-081500-d4e5f6", "pve", "pct 129", "qwen36-27b-2xa6000", "stopped", "/var/tmp/sgtui-runs/b/server.log", "01-15 08:15"),
+]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_log_after_a_failure_with_its_diagnosis(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(app_with(launch_logs=[failing_log()]), terminal_size=size, run_before=settle(_failed))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_flags_with_the_fit_beside_them(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(app_with(), terminal_size=size, run_before=settle(_flags))
+
+
+def test_snapshot_ready_with_the_startup_timeline(snap_compare: Any) -> None:
+    assert snap_compare(app_with(launch_logs=[ready_log()]), terminal_size=(120, 40), run_before=settle(_ready))
+
+
+def test_snapshot_hosts_and_containers(snap_compare: Any) -> None:
+    assert snap_compare(app_with(), terminal_size=(120, 40), run_before=settle(_hosts))
+
+
+def test_snapshot_runs_on_the_target(snap_compare: Any) -> None:
+    assert snap_compare(app_with(existing_runs=list(OLD_RUNS)), terminal_size=(80, 24), run_before=settle(_runs))
