@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -145,7 +146,7 @@ def test_human_table_shows_budget_verdict_error_and_warnings(capsys: pytest.Capt
     )
     assert rc == 0
     assert "rest = A - P*(1-mfs) = 21.50 - 7.05 = 14.45 GiB" in out
-    assert "verdict              FAILS" in out
+    assert re.search(r"^  verdict +FAILS$", out, re.MULTILINE)
     assert "RuntimeError: Not enough memory." in out
     assert "warnings:" in out and "--max-running-requests" in out
     assert "--speculative-algo resolved to --speculative-algorithm" in out
@@ -217,3 +218,36 @@ def test_free_memory_can_be_given_per_gpu(capsys: pytest.CaptureFixture[str]) ->
         capsys, "--config", str(LLAMA), "--gpu", "A6000", "--free-gib", "47,40", "--", "--tp-size", "2"
     )
     assert data["verdict"] == "fails" and "unbalanced" in data["error"]
+
+
+def test_human_table_shows_the_sliding_window_split(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = {
+        "architectures": ["GptOssForCausalLM"],
+        "num_hidden_layers": 24,
+        "hidden_size": 2880,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "sliding_window": 128,
+        "layer_types": ["sliding_attention", "full_attention"] * 12,
+        "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16",
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    rc, out, _ = _fit(
+        capsys,
+        "--config",
+        str(tmp_path),
+        "--gpu",
+        "H100-80G",
+        "--free-gib",
+        "78",
+        "--weights-gib",
+        "13",
+        "--",
+    )
+    assert rc == 0
+    assert "sliding window" in out and "SWA" in out
+    assert re.search(r"^  verdict +FITS$", out, re.MULTILINE)

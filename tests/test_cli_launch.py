@@ -17,11 +17,11 @@ from tests.sim.simhost_process import free_port, running_sim_host, sgtui
 
 def test_the_working_profile_is_followed_to_ready_and_exits_0(tmp_path: Path) -> None:
     with running_sim_host(tmp_path) as host:
-        profile = host.profile("qwen36-27b-a6000-mrr8.yaml", server_port=free_port())
+        profile = host.profile("qwen36-27b-2xa6000-mrr8.yaml", server_port=free_port())
         result = sgtui("launch", str(profile), "--watch", config_dir=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert "launched qwen36-27b-a6000-mrr8 on sim (pct 129)" in lines[0]
+    assert "launched qwen36-27b-2xa6000-mrr8 on sim (pct 129)" in lines[0]
     kinds = [line.split("] ", 1)[1].split()[0] for line in lines[1:] if "] " in line]
     for kind in ("server_args", "load_weight_end", "kv_cache_allocated", "cuda_graph_end", "ready"):
         assert kind in kinds, result.stdout
@@ -34,7 +34,7 @@ def test_the_working_profile_is_followed_to_ready_and_exits_0(tmp_path: Path) ->
 
 def test_the_0_5_9_profile_fails_with_the_not_enough_memory_diagnosis_and_exits_1(tmp_path: Path) -> None:
     with running_sim_host(tmp_path) as host:
-        profile = host.profile("qwen36-27b-a6000.yaml", server_port=free_port())
+        profile = host.profile("qwen36-27b-2xa6000.yaml", server_port=free_port())
         result = sgtui("launch", str(profile), "--watch", config_dir=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "error (not_enough_memory)" in result.stdout
@@ -44,8 +44,8 @@ def test_the_0_5_9_profile_fails_with_the_not_enough_memory_diagnosis_and_exits_
 
 def test_json_events_prints_one_object_per_event(tmp_path: Path) -> None:
     with running_sim_host(tmp_path) as host:
-        host.profile("qwen36-27b-a6000-mrr8.yaml", server_port=free_port())
-        result = sgtui("launch", "qwen36-27b-a6000-mrr8", "--watch", "--json-events", config_dir=tmp_path)
+        host.profile("qwen36-27b-2xa6000-mrr8.yaml", server_port=free_port())
+        result = sgtui("launch", "qwen36-27b-2xa6000-mrr8", "--watch", "--json-events", config_dir=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert events[0]["event"] == "launched" and events[0]["run"]["target"] == {"kind": "pct", "id": "129"}
@@ -58,7 +58,7 @@ def test_json_events_prints_one_object_per_event(tmp_path: Path) -> None:
 
 def test_launch_without_watch_returns_once_the_run_is_detached(tmp_path: Path) -> None:
     with running_sim_host(tmp_path) as host:
-        profile = host.profile("qwen36-27b-a6000-mrr8.yaml", server_port=free_port())
+        profile = host.profile("qwen36-27b-2xa6000-mrr8.yaml", server_port=free_port())
         result = sgtui("launch", str(profile), config_dir=tmp_path)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 1 and "pid " in result.stdout
@@ -95,7 +95,7 @@ async def test_watch_resumes_after_the_connection_drops_without_losing_or_repeat
     monkeypatch.setenv("SGTUI_CONFIG_DIR", str(tmp_path))
     async with SimHost(speed=10) as host:
         written = host.write_config(tmp_path)
-        profile = next(p for p in written.profiles if p.name == "qwen36-27b-a6000-mrr8.yaml")
+        profile = next(p for p in written.profiles if p.name == "qwen36-27b-2xa6000-mrr8.yaml")
         profile.write_text(profile.read_text().replace("port: 30000", f"port: {free_port()}"))
         out = io.StringIO()
         watch = asyncio.ensure_future(

@@ -20,7 +20,7 @@ def test_sim_host_registers_itself_in_the_config_dir_and_stops_on_sigterm(tmp_pa
         key = Path(entry["identity_file"])
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         assert (tmp_path / "known_hosts").read_text().startswith(f"[127.0.0.1]:{host.port} ssh-ed25519 ")
-        profile = load_profile(tmp_path / "profiles" / "qwen36-27b-a6000.yaml")
+        profile = load_profile(tmp_path / "profiles" / "qwen36-27b-2xa6000.yaml")
         assert (profile.host, profile.python) == ("sim", "/opt/sglang/venv/bin/python")
         assert host.stop() == 0
     assert host.proc.returncode == 0

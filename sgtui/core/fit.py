@@ -4,8 +4,8 @@
 `rest = A - P*(1-mfs)`, the Mamba/linear-attention state, the speculative-decoding state, the KV pool in
 tokens, max_running_requests, and the slack left for CUDA graphs and activations. It says whether the
 launch fails (with the exact error the chosen version raises), looks tight, or fits; fit_advice.py adds
-the values that would work. The formulas and their SGLang sources are in ../shared/sglang-memory.md and
-in the docstrings of the fit_* modules.
+the values that would work. Each rule's docstring names the SGLang source (0.5.9, 0.5.11, 0.5.23) it
+was read from.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ __all__ = ["FitReport", "FitWarning", "Warning", "fit"]
 GIB = 1 << 30
 
 # Free memory lost before SGLang's baseline (CUDA context, cuBLAS, NCCL) when --free-gib is not given.
-# Real logs show 0.7-1.5 GiB: 47.0 of 47.99 GiB on an A6000 at TP 2, 21.63 of 22.49 GiB on an L4 at TP 4.
+# Real logs show 0.7-1.5 GiB (a real L4 at TP 4: 21.63 of 22.49 GiB free; an RTX 4090: 22.46 of 23.99).
 CUDA_CONTEXT_GIB = 0.75
 NCCL_GIB = 0.25
 

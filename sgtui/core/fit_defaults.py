@@ -93,15 +93,15 @@ def prefill_graph_enabled(spec: LaunchSpec, model: ModelFacts, family: str) -> b
 
     0.5.9: the piecewise graph is opt-in. 0.5.11: on by default, off for some architectures, VLMs,
     DP attention, torch.compile, PP and hierarchical cache (server_args._handle_piecewise_cuda_graph).
-    0.5.23: the breakable graph is on by default and off for multimodal models outside an allowlist
-    and for DeepSeek-V4 (cuda_graph_hook.disable_breakable_cudagraph_if_incompatible)."""
+    0.5.23: the breakable graph is on by default and off under PP, for multimodal models outside an
+    allowlist and for DeepSeek-V4 (cuda_graph_hook.apply_cuda_graph_compatibility)."""
     if family == "0.5.9":
         return spec.enable_piecewise_cuda_graph and not spec.disable_piecewise_cuda_graph
     if spec.disable_piecewise_cuda_graph:
         return False
     multimodal = model.is_multimodal and not spec.language_only
     if family == "0.5.23":
-        if spec.disable_cuda_graph or model.architecture.startswith("DeepseekV4"):
+        if spec.disable_cuda_graph or spec.pp_size > 1 or model.architecture.startswith("DeepseekV4"):
             return False
         return not (multimodal and model.architecture not in BREAKABLE_OK_MULTIMODAL)
     return not (

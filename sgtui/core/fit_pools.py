@@ -1,4 +1,6 @@
-"""Per-token KV bytes and per-request linear-attention state bytes, as SGLang sizes them per GPU.
+"""What one GPU holds per token and per request, as SGLang sizes it: the runtime and KV dtypes, the
+weights as loaded, the KV cell (MHA/GQA, MLA, sliding-window split, hybrid full layers) and the
+linear-attention state slot.
 
 Sources (SGLang 0.5.11 unless noted): pool_configurator.py DefaultPoolConfigurator and
 HybridSWAPoolConfigurator, configs/model_config.py get_num_kv_heads, configs/mamba_utils.py

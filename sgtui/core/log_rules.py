@@ -254,6 +254,8 @@ def parse_command_flags(line: str) -> dict[str, Any]:
     for flag, fact in _STORE_TRUE_FLAGS.items():
         if flag in line and fact not in facts:
             facts[fact] = True
+    if "dtype" in facts:
+        facts["dtype_arg"] = facts["dtype"]
     return facts
 
 

@@ -3,8 +3,8 @@
 `LogClassifier.feed(chunk)` takes text as it arrives (partial lines buffered, tqdm `\\r` rewrites and ANSI
 colours handled) and keeps a `StartupState`; `classify_text(text)` does a whole file, including
 cloud-logging exports written newest first. Work per line is bounded: lines are capped before any regex
-sees them, and the lines a running server prints most ("Decode batch", HTTP access) are skipped after two
-substring tests.
+sees them, and the lines a running server prints most ("Decode batch", HTTP access) are skipped after a
+few substring tests.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ ANSWERED = "answered_after_uvicorn"  # a note: a POST got 200 after Uvicorn star
 NEW_STYLE = "sglang_0_5_23_style"  # a note: the log uses 0.5.23-era wordings (flag names differ there)
 _PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
 _MAX_SIGNALS = 400
+_MAX_WARNINGS = 50
 _DRAFT_TYPES = ("NextN", "Eagle", "EAGLE", "MTP", "Draft", "draft")
 _PROGRESS_NEEDLES = ("checkpoint shards", "Capturing batches", "%|")
 
@@ -158,7 +159,7 @@ class LogClassifier:
             raw = strip_ansi(raw)
         if "][" in raw and ("it/s][" in raw or "s/it][" in raw):
             # a tqdm bar left unterminated, then a log record written onto the same line
-            cut = raw.find("][") + 1
+            cut = max(raw.find("it/s]["), raw.find("s/it][")) + 5
             self._record(raw[:cut], n, events)
             raw = raw[cut:]
         self._record(raw, n, events)
@@ -334,7 +335,7 @@ class LogClassifier:
             self._milestone("memory_pool_end", n, time, ranks, values, body, events)
             return True
         if "graph begin" in body and "Capture" in body:
-            if "CUDA graph" in body:
+            if "Capture target " in body:  # 0.5.23 names each capture target/draft; 0.5.9 does not
                 self.state.notes.add(NEW_STYLE)
             values = rules.parse_graph_line(body)
             self._fact("cuda_graph_begin_avail_gib", values.get("avail_gib"), _FROM_RUNTIME)
@@ -488,6 +489,10 @@ class LogClassifier:
         elif "Disabling radix cache since speculative" in body:
             self.state.notes.add("radix_disabled_for_speculative")
         elif "fewer than --context-length" in body or "is larger than the profiled value" in body:
+            self._warn(n, body)
+
+    def _warn(self, n: int, body: str) -> None:
+        if len(self.state.warnings) < _MAX_WARNINGS:
             self.state.warnings.append((n, body[:300]))
 
     def _fact(self, name: str, value: Any, source: int) -> None:

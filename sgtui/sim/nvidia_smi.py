@@ -78,9 +78,7 @@ def _visible(state: dict, ids: str | None) -> list[int]:
     return indices
 
 
-def _format_rows(
-    fields: list[str], rows: list[list[str]], units: list[str], headers: list[str], fmt: set[str]
-) -> list[str]:
+def _format_rows(rows: list[list[str]], units: list[str], headers: list[str], fmt: set[str]) -> list[str]:
     out = []
     if "noheader" not in fmt:
         out.append(", ".join(f"{h} [{u}]" if u else h for h, u in zip(headers, units, strict=True)))
@@ -99,9 +97,7 @@ def query_gpus(state: dict, fields: list[str], fmt: set[str], ids: str | None) -
     visible = _visible(state, ids)
     gpus = gpu_rows(state, visible)
     rows = [[str(len(gpus)) if f == "count" else _GPU_FIELDS[f][2](g) for f in fields] for g in gpus]
-    return _format_rows(
-        fields, rows, [_GPU_FIELDS[f][1] for f in fields], [_GPU_FIELDS[f][0] for f in fields], fmt
-    )
+    return _format_rows(rows, [_GPU_FIELDS[f][1] for f in fields], [_GPU_FIELDS[f][0] for f in fields], fmt)
 
 
 def query_apps(state: dict, fields: list[str], fmt: set[str], ids: str | None) -> list[str]:
@@ -110,9 +106,7 @@ def query_apps(state: dict, fields: list[str], fmt: set[str], ids: str | None) -
         raise UsageError(f'Field "{unknown[0]}" is not a valid field to query.')
     gpus = gpu_rows(state, _visible(state, ids))
     rows = [[_APP_FIELDS[f][2](g, p) for f in fields] for g in gpus for p in g.processes]
-    return _format_rows(
-        fields, rows, [_APP_FIELDS[f][1] for f in fields], [_APP_FIELDS[f][0] for f in fields], fmt
-    )
+    return _format_rows(rows, [_APP_FIELDS[f][1] for f in fields], [_APP_FIELDS[f][0] for f in fields], fmt)
 
 
 def table(state: dict, ids: str | None) -> list[str]:

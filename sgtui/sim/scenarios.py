@@ -132,6 +132,7 @@ def _pro6000_profile(name: str, extra: str) -> str:
 _VENV_059 = SimVenv("/opt/sglang/venv", "0.5.9")
 _VENV_0511 = SimVenv("/opt/sglang-0.5.11/venv", "0.5.11")
 _VENV_PRO = SimVenv("/opt/sglang/venv", "0.5.11")
+_VENV_059_DOT = SimVenv("/opt/sglang/.venv", "0.5.9")  # the path the repository's example profile names
 
 PROXMOX_A6000 = Scenario(
     name="proxmox-a6000",
@@ -142,17 +143,17 @@ PROXMOX_A6000 = Scenario(
     ),
     gpus=(SimGpu("NVIDIA RTX A6000", A6000_MIB), SimGpu("NVIDIA RTX A6000", A6000_MIB)),
     containers=(
-        SimContainer(129, "sglang", True, (0, 1), (_VENV_059, _VENV_0511)),
+        SimContainer(129, "sglang", True, (0, 1), (_VENV_059, _VENV_059_DOT, _VENV_0511)),
         SimContainer(130, "scratch", False, (), ()),
     ),
     release_delay_s=2.0,
     profiles={
-        "qwen36-27b-a6000.yaml": _a6000_profile("qwen36-27b-a6000", _VENV_059.python),
-        "qwen36-27b-a6000-mrr8.yaml": _a6000_profile(
-            "qwen36-27b-a6000-mrr8", _VENV_059.python, "  max-running-requests: 8\n"
+        "qwen36-27b-2xa6000.yaml": _a6000_profile("qwen36-27b-2xa6000", _VENV_059.python),
+        "qwen36-27b-2xa6000-mrr8.yaml": _a6000_profile(
+            "qwen36-27b-2xa6000-mrr8", _VENV_059.python, "  max-running-requests: 8\n"
         ),
-        "qwen36-27b-a6000-0511.yaml": _a6000_profile(
-            "qwen36-27b-a6000-0511",
+        "qwen36-27b-2xa6000-0511.yaml": _a6000_profile(
+            "qwen36-27b-2xa6000-0511",
             _VENV_0511.python,
             "  disable-radix-cache: true\n  max-running-requests: 8\n",
             "0.5.11",
@@ -170,12 +171,12 @@ RTX_PRO_6000 = Scenario(
     gpus=(SimGpu("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", RTX_PRO_6000_MIB),),
     containers=(SimContainer(131, "sglang-pro", True, (0,), (_VENV_PRO,)),),
     profiles={
-        "qwen36-27b-pro6000-extra-buffer.yaml": _pro6000_profile(
-            "qwen36-27b-pro6000-extra-buffer",
+        "qwen36-27b-rtxpro6000-extra-buffer.yaml": _pro6000_profile(
+            "qwen36-27b-rtxpro6000-extra-buffer",
             "  mamba-scheduler-strategy: extra_buffer\n  max-running-requests: 128\n",
         ),
-        "qwen36-27b-pro6000.yaml": _pro6000_profile(
-            "qwen36-27b-pro6000", "  disable-radix-cache: true\n  max-running-requests: 32\n"
+        "qwen36-27b-rtxpro6000.yaml": _pro6000_profile(
+            "qwen36-27b-rtxpro6000", "  disable-radix-cache: true\n  max-running-requests: 32\n"
         ),
     },
 )

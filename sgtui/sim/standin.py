@@ -345,12 +345,30 @@ class StandIn:
     def capture_graphs(
         self, spec: LaunchSpec, report: dict[str, Any], pools: PoolPlan, values: dict[str, Any]
     ) -> int:
+        if not spec.disable_cuda_graph:
+            failed = self.capture(spec, report)
+            if failed is not None:
+                return failed
+        chunked = spec.chunked_prefill_size or default_chunked_prefill(self.ranks[0].total_gib)
+        self.log.line(
+            logfmt.scheduler_summary(
+                pools.tokens,
+                chunked,
+                spec.max_prefill_tokens,
+                pools.max_running,
+                pools.context_len,
+                self.avail(self.ranks[0]),
+            ),
+            0,
+        )
+        return self.serve(spec, facts_path=str(spec.model_path), values=values)
+
+    def capture(self, spec: LaunchSpec, report: dict[str, Any]) -> int | None:
+        """Decode CUDA graphs, largest batch first, each taking a little memory; a crash when it runs out."""
         log, version = self.log, self.version
         sizes = capture_sizes(spec, report)
         graph_gib = 0.30 + 0.02 * len(sizes)
         log.ranks(self.ranks, lambda r: logfmt.graph_begin(version, self.avail(r)))
-        if spec.disable_cuda_graph:
-            sizes = []
         t0 = time.monotonic()
         for done, bs in enumerate(reversed(sizes), start=1):
             if min(self.avail(r) for r in self.ranks) < graph_gib * done / len(sizes) + 0.05:
@@ -368,28 +386,14 @@ class StandIn:
             elapsed = (time.monotonic() - t0) * self.speed
             bar = logfmt.capture_bar(done, len(sizes), bs, self.avail(self.ranks[0]), elapsed)
             log.write(("\r" if done > 1 else "") + bar)
-        if sizes:
-            log.write("\n")
-        used = graph_gib if sizes else 0.0
+        log.write("\n")
         log.ranks(
             self.ranks,
-            lambda r: logfmt.graph_end(version, PHASES["graphs"], used, self.avail(r), sizes),
+            lambda r: logfmt.graph_end(version, PHASES["graphs"], graph_gib, self.avail(r), sizes),
         )
         for rank in self.ranks:
             self.hold(rank, rank.used_gib, util=0)
-        chunked = spec.chunked_prefill_size or default_chunked_prefill(self.ranks[0].total_gib)
-        log.line(
-            logfmt.scheduler_summary(
-                pools.tokens,
-                chunked,
-                spec.max_prefill_tokens,
-                pools.max_running,
-                pools.context_len,
-                self.avail(self.ranks[0]),
-            ),
-            0,
-        )
-        return self.serve(spec, facts_path=str(spec.model_path), values=values)
+        return None
 
     # --- HTTP ---------------------------------------------------------------------------------------
 

@@ -170,6 +170,14 @@ def test_graph_flags_use_the_0_5_23_names_when_the_log_is_from_that_era() -> Non
     assert "--cuda-graph-max-bs-decode" in _flags(_first(text))
 
 
+def test_0_5_9_piecewise_graph_lines_keep_the_old_graph_flag_name() -> None:
+    text = (
+        "[2026-01-01 10:00:40] Capture piecewise CUDA graph begin. avail mem=1.0 GB\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n" + SIGQUIT + "\n"
+    )
+    assert "--cuda-graph-max-bs" in _flags(_first(text))
+
+
 def test_nccl_shm_failure_suggests_a_bigger_shm_and_p2p_off() -> None:
     text = (
         "[2026-01-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=8)\n"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sgtui.core.errors import UserError
 from sgtui.core.fit import fit
-from sgtui.core.fit_defaults import prefill_graph_sizes, version_family
+from sgtui.core.fit_defaults import prefill_graph_enabled, prefill_graph_sizes, version_family
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config
@@ -749,3 +749,77 @@ def test_0_5_23_rejects_a_sliding_window_pool_smaller_than_the_window() -> None:
         "ValueError: SWA pool (3200 tokens) cannot hold even one request"
     )
     assert fit(spec, m, H100, version="0.5.11", free_gib=78, weights_gib=13).error is None
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "expected"),
+    [
+        ("0.5.9", LaunchSpec(), False),
+        ("0.5.9", LaunchSpec(enable_piecewise_cuda_graph=True), True),
+        ("0.5.11", LaunchSpec(), True),
+        ("0.5.11", LaunchSpec(enable_torch_compile=True), False),
+        ("0.5.11", LaunchSpec(disable_piecewise_cuda_graph=True), False),
+        ("0.5.23", LaunchSpec(enable_torch_compile=True), True),
+        ("0.5.23", LaunchSpec(pp_size=2), False),
+        ("0.5.23", LaunchSpec(disable_cuda_graph=True), False),
+    ],
+)
+def test_prefill_graph_defaults_per_version(version: str, spec: LaunchSpec, expected: bool) -> None:
+    assert prefill_graph_enabled(spec, _dense(), version) is expected
+
+
+def test_vlms_lose_the_piecewise_graph_on_0_5_11_but_qwen3_5_keeps_the_breakable_one(
+    qwen35: ModelFacts,
+) -> None:
+    assert prefill_graph_enabled(LaunchSpec(), qwen35, "0.5.11") is False
+    assert prefill_graph_enabled(LaunchSpec(), qwen35, "0.5.23") is True
+
+
+def test_qwen3_5_moe_state_and_kv_sizes_match_a_real_tp2_log() -> None:
+    """A Qwen3.5-397B-A17B start at TP 2 (ktransformers issue 1870, an 0.5.9-era SGLang) printed
+    max_mamba_cache_size 82, conv_state 0.13GB, ssm_state 7.29GB and #tokens 580364 with K size 4.15 GB."""
+    cfg = {
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+        "text_config": {
+            "model_type": "qwen3_5_moe_text",
+            "num_hidden_layers": 60,
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 2,
+            "head_dim": 256,
+            "full_attention_interval": 4,
+            "linear_num_key_heads": 16,
+            "linear_num_value_heads": 64,
+            "linear_key_head_dim": 128,
+            "linear_value_head_dim": 128,
+            "linear_conv_kernel_dim": 4,
+            "num_experts": 512,
+            "moe_intermediate_size": 1024,
+            "vocab_size": 248320,
+            "max_position_embeddings": 262144,
+            "dtype": "bfloat16",
+        },
+    }
+    spec = LaunchSpec(
+        tp_size=2,
+        mem_fraction_static=0.85,
+        context_length=8192,
+        max_running_requests=1,
+        max_mamba_cache_size=82,
+        max_total_tokens=580364,
+    )
+    r = fit(
+        spec,
+        model_facts_from_config(cfg),
+        parse_gpu("RTX-4090"),
+        version="0.5.9",
+        free_gib=22.84,
+        weights_gib=3.76,
+    )
+    log = r.predicted_log
+    assert (log["mamba_cache_size"], log["mamba_conv_state_gib"], log["mamba_ssm_state_gib"]) == (
+        82,
+        0.13,
+        7.29,
+    )
+    assert (log["max_total_num_tokens"], log["k_size_gib"], log["v_size_gib"]) == (580364, 4.15, 4.15)

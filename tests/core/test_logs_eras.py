@@ -132,12 +132,13 @@ def test_a_pasted_launch_command_fills_facts_the_log_itself_lacks() -> None:
     text = (
         "# command: python3 -m sglang.launch_server --model-path org/Model --tp-size 4 --mem-fraction-static "
         "0.7 "
-        "--page-size 64 --context-length 8192\n"
+        "--page-size 64 --context-length 8192 --dtype=float16\n"
         "# note: no --tp given here\n"
         "[2026-01-31 13:50:39 TP0] KV Cache is allocated. #tokens: 300288, K size: 8.38 GB, V size: 5.59 GB\n"
     )
     facts = classify_text(text).facts
     assert (facts["model_path"], facts["tp_size"], facts["page_size"]) == ("org/Model", 4, 64)
+    assert (facts["dtype"], facts["dtype_arg"]) == ("float16", "float16")
     assert facts["mem_fraction_static"] == 0.7
 
 

@@ -219,3 +219,26 @@ def test_any_chunking_of_any_line_ending_gives_the_whole_file_answer(cuts: list[
     ]
     assert classifier.state.facts == whole.facts
     assert classifier.state.error == whole.error
+
+
+def test_a_healthy_startup_emits_each_phase_once_in_order() -> None:
+    classifier = LogClassifier()
+    events = classifier.feed((FIXTURES / "v0523_ready_hybrid_mtp.log").read_text())
+    phases = [e.values["phase"] for e in events if e.kind == "phase"]
+    assert phases == [
+        "distributed_init",
+        "loading_weights",
+        "allocating_pools",
+        "capturing_graphs",
+        "serving",
+        "ready",
+    ]
+    assert [e.values["what"] for e in events if e.kind == "progress"] == ["graphs"]
+
+
+def test_a_failure_emits_one_failed_phase_and_error_events_naming_their_class() -> None:
+    events = LogClassifier().feed((FIXTURES / "v059_tp2_nextn_not_enough_memory.log").read_text())
+    assert [e.values["phase"] for e in events if e.kind == "phase"][-1] == "failed"
+    assert sum(1 for e in events if e.kind == "phase" and e.values["phase"] == "failed") == 1
+    errors = [(e.line, e.values["error_class"], e.values["strength"]) for e in events if e.kind == "error"]
+    assert errors == [(17, None, "death"), (24, "not_enough_memory", "fatal"), (26, None, "death")]

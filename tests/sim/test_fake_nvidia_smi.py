@@ -112,3 +112,16 @@ def test_the_loop_keeps_sampling_and_ends_quietly_when_the_reader_goes_away(stat
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_sgtuis_own_parsers_read_the_fake_output(state_dir: Path) -> None:
+    from sgtui.core.nvsmi import QUERY_APPS_FIELDS, QUERY_GPU_FIELDS, parse_compute_apps, parse_query_gpu
+
+    gpus, unreadable = parse_query_gpu(
+        smi(state_dir, f"--query-gpu={QUERY_GPU_FIELDS}", "--format=csv,noheader,nounits").stdout
+    )
+    assert unreadable == [] and [g.index for g in gpus] == [0, 1]
+    apps = parse_compute_apps(
+        smi(state_dir, f"--query-compute-apps={QUERY_APPS_FIELDS}", "--format=csv,noheader,nounits").stdout
+    )
+    assert [(p.pid, p.name) for p in apps] == [(4190001, "/usr/bin/python3")]

@@ -78,6 +78,12 @@ def test_the_container_venv_python_answers_at_its_absolute_path(state_dir: Path,
         **extra,
     )
     assert newer.stdout.strip() == "0.5.11"
+    dotted = sh(
+        state_dir,
+        "pct exec 129 -- /opt/sglang/.venv/bin/python -c 'import sglang; print(sglang.__version__)'",
+        **extra,
+    )
+    assert dotted.stdout.strip() == "0.5.9"  # the path profiles/qwen36-27b-2xa6000.yaml names
 
 
 def test_the_host_itself_has_no_sglang_venv(state_dir: Path) -> None:
@@ -94,3 +100,13 @@ def test_pct_refuses_stopped_and_unknown_containers_with_exit_255(state_dir: Pat
     assert unknown.returncode == 255
     assert "Configuration file 'nodes/sim/lxc/999.conf' does not exist" in unknown.stderr
     assert sh(state_dir, "pct frobnicate").returncode == 255
+
+
+def test_sgtuis_container_discovery_reads_the_fake_pct_output(state_dir: Path) -> None:
+    from sgtui.remote.targets import parse_pct_config_gpus, parse_pct_list
+
+    assert parse_pct_list(sh(state_dir, "pct list").stdout) == [
+        ("129", "running", "sglang"),
+        ("130", "stopped", "scratch"),
+    ]
+    assert parse_pct_config_gpus(sh(state_dir, "pct config 129").stdout) == ((0, 1), False)
