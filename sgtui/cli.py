@@ -54,7 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     if selected not in COMMANDS:
         selected = None
     parser = build_parser(selected)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        hint = ""
+        if selected == "fit":
+            hint = " (SGLang's own flags go after `--`: sgtui fit --gpu A6000 -- --model-path M --tp 2)"
+        print(f"sgtui: unrecognised arguments: {' '.join(unknown)}{hint}", file=sys.stderr)
+        return 2
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2

@@ -9,9 +9,13 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgtui.core.errors import UserError
+
+if TYPE_CHECKING:
+    from sgtui.core.fit import FitReport
+    from sgtui.core.model import ModelFacts
 
 HELP = "predict whether an SGLang launch fits in GPU memory, and why not"
 
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--gpu is needed: a preset such as A6000 or H100-80G, or a size such as 49140MiB")
     draft = None
     draft_path = spec.speculative_draft_model_path
-    if draft_path and draft_gib is None and (Path(draft_path).expanduser() / "config.json").is_file():
+    if draft_path and (Path(draft_path).expanduser() / "config.json").is_file():
         draft = load_model_facts(Path(draft_path).expanduser())
     report = fit(
         spec,
@@ -136,7 +140,7 @@ def _src(estimated: bool) -> str:
     return "estimated" if estimated else "given"
 
 
-def render_text(report: Any, model: Any) -> str:
+def render_text(report: FitReport, model: ModelFacts) -> str:
     """The compact human table: inputs, budget lines, pools, verdict, error, warnings."""
     r = report
     rows: list[tuple[str, str]] = []
@@ -156,13 +160,12 @@ def render_text(report: Any, model: Any) -> str:
     rows.append(("weights W", weights))
     how = "auto" if r.mem_fraction_static_is_auto else f"set; auto would be {r.mem_fraction_static_auto:.3f}"
     rows.append(("mem-fraction-static", f"{r.mem_fraction_static:.3f} ({how})"))
-    rows.append(
-        (
-            "static budget",
-            f"rest = A - P*(1-mfs) = {r.available_after_weights_gib:.2f} - "
-            f"{r.baseline_free_gib * (1 - r.mem_fraction_static):.2f} = {r.rest_gib:.2f} GiB",
-        )
-    )
+    slack_budget = r.baseline_free_gib * (1 - r.mem_fraction_static)
+    reserve = r.available_after_weights_gib - slack_budget - r.rest_gib
+    budget = f"rest = A - P*(1-mfs) = {r.available_after_weights_gib:.2f} - {slack_budget:.2f}"
+    if reserve > 0.005:
+        budget += f" - {reserve:.2f} (multimodal reserve)"
+    rows.append(("static budget", f"{budget} = {r.rest_gib:.2f} GiB"))
     if r.mamba is not None:
         m = r.mamba
         rows.append(
@@ -197,6 +200,16 @@ def render_text(report: Any, model: Any) -> str:
                 f"(SGLang's estimate: {r.activation_estimate_gib:.2f} GiB)",
             )
         )
+    log = r.predicted_log
+    if log.get("k_size_gib") is not None:
+        seen = f"K {log['k_size_gib']:.2f} GB, V {log['v_size_gib']:.2f} GB"
+        if "mamba_cache_size" in log:
+            seen += (
+                f"; Mamba {log['mamba_cache_size']} slots, conv {log['mamba_conv_state_gib']:.2f} GB, "
+                f"ssm {log['mamba_ssm_state_gib']:.2f} GB"
+            )
+        seen += f"; pool end avail {log['memory_pool_end_avail_gib']:.2f} GB"
+        rows.append(("SGLang should log", seen))
     rows.append(("verdict", r.verdict.upper()))
     if r.error:
         rows.append(("error", r.error))

@@ -200,8 +200,6 @@ class Watch:
                 rank=event.rank,
                 values=event.values,
             )
-        elif event.kind == "error" and self.error_seen_at is None and self.classifier.state.error is not None:
-            self.error_seen_at = time.monotonic()
 
     def _verdict(self) -> str | None:
         state = self.classifier.state
@@ -233,10 +231,9 @@ class Watch:
             )
         for item in diagnose(analysis):
             lines = [f"diagnosis: {item.title}", *("  " + d for d in item.detail.splitlines() if d.strip())]
-            lines += [
-                "  try: " + " ".join(x for x in (s.flag, s.value) if x) + (f"  ({s.why})" if s.why else "")
-                for s in item.suggestions
-            ]
+            for s in item.suggestions:
+                change = " ".join(x for x in (s.flag, s.value) if x)
+                lines.append(f"  try: {change}  ({s.why})" if change else f"  also: {s.why}")
             self.printer.emit("diagnosis", "\n".join(lines), **asdict(item))
         if verdict == "ready":
             self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)

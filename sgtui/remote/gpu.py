@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import asyncssh
 
@@ -232,25 +233,19 @@ class NvmlSampler:
         return await asyncio.to_thread(self.query_sync)
 
 
-def _nvml_reading(pynvml: object, index: int, handle: object) -> GpuReading:
-    nv = pynvml
-    err = nv.NVMLError  # type: ignore[attr-defined]
-
-    def value(fn: object) -> Value:
+def _nvml_reading(nv: Any, index: int, handle: object) -> GpuReading:
+    def value(fn: Callable[[], float]) -> Value:
         try:
-            return Value(float(fn()))  # type: ignore[operator]
-        except err as exc:
+            return Value(float(fn()))
+        except nv.NVMLError as exc:
             return Value(None, str(exc))
 
-    mem = None
     try:
-        mem = nv.nvmlDeviceGetMemoryInfo(handle)  # type: ignore[attr-defined]
-    except err:
-        pass
-    used = Value(mem.used / 2**20) if mem else Value(None, "Not Supported")
-    total = Value(mem.total / 2**20) if mem else Value(None, "Not Supported")
-    util = value(lambda: nv.nvmlDeviceGetUtilizationRates(handle).gpu)  # type: ignore[attr-defined]
-    name = nv.nvmlDeviceGetName(handle)  # type: ignore[attr-defined]
-    uuid = nv.nvmlDeviceGetUUID(handle)  # type: ignore[attr-defined]
+        mem = nv.nvmlDeviceGetMemoryInfo(handle)
+        used, total = Value(mem.used / 2**20), Value(mem.total / 2**20)
+    except nv.NVMLError as exc:
+        used = total = Value(None, str(exc))
+    util = value(lambda: nv.nvmlDeviceGetUtilizationRates(handle).gpu)
+    name, uuid = nv.nvmlDeviceGetName(handle), nv.nvmlDeviceGetUUID(handle)
     state = GpuState.OK if used.known and total.known and util.known else GpuState.PARTIAL
     return GpuReading(index, str(uuid), str(name), used, total, util, state)

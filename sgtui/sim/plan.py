@@ -74,16 +74,15 @@ class PoolPlan:
         m = report.get("mamba")
         if isinstance(m, dict):
             state = float(m.get("state_gib") or 0.0)
-            spec_state = m.get("spec_state_gib")
-            conv_share = conv_fraction(facts, spec.tp_size)
-            inter = float(spec_state) if spec_state else None
-            mamba = (
-                int(m.get("max_mamba_cache_size") or 0),
-                state * conv_share,
-                state * (1 - conv_share),
-                inter * (1 - conv_share) if inter is not None else None,
-                inter * conv_share if inter is not None else None,
-            )
+            inter = float(m["spec_state_gib"]) if m.get("spec_state_gib") else None
+            share = conv_fraction(facts, spec.tp_size)
+            conv = m.get("conv_state_gib", state * share)
+            ssm = m.get("ssm_state_gib", state * (1 - share))
+            inter_ssm = inter_conv = None  # printed only with speculative decoding
+            if inter is not None:
+                inter_ssm = float(m.get("intermediate_ssm_gib", inter * (1 - share)))
+                inter_conv = float(m.get("intermediate_conv_gib", inter * share))
+            mamba = (int(m.get("max_mamba_cache_size") or 0), float(conv), float(ssm), inter_ssm, inter_conv)
             mamba_gib = state + (inter or 0.0)
         full_layers = max(int(getattr(facts, "full_attention_layers", facts.num_layers)), 1)
         draft_layers = (

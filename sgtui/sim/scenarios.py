@@ -131,19 +131,20 @@ def _pro6000_profile(name: str, extra: str) -> str:
 
 _VENV_059 = SimVenv("/opt/sglang/venv", "0.5.9")
 _VENV_0511 = SimVenv("/opt/sglang-0.5.11/venv", "0.5.11")
+_VENV_0523 = SimVenv("/opt/sglang-0.5.23/venv", "0.5.23")
 _VENV_PRO = SimVenv("/opt/sglang/venv", "0.5.11")
 _VENV_059_DOT = SimVenv("/opt/sglang/.venv", "0.5.9")  # the path the repository's example profile names
 
 PROXMOX_A6000 = Scenario(
     name="proxmox-a6000",
     description=(
-        "Proxmox host with 2x RTX A6000; LXC 129 gets GPUs 0 and 1, SGLang 0.5.9 in /opt/sglang/venv and "
-        "0.5.11 in /opt/sglang-0.5.11/venv. Qwen3.6-27B with MTP runs out of memory on 0.5.9 and starts "
-        "with --max-running-requests 8."
+        "Proxmox host with 2x RTX A6000; LXC 129 gets GPUs 0 and 1, SGLang 0.5.9 in /opt/sglang/venv, "
+        "0.5.11 and 0.5.23 in /opt/sglang-VERSION/venv. Qwen3.6-27B with MTP runs out of memory on 0.5.9 "
+        "and starts with --max-running-requests 8."
     ),
     gpus=(SimGpu("NVIDIA RTX A6000", A6000_MIB), SimGpu("NVIDIA RTX A6000", A6000_MIB)),
     containers=(
-        SimContainer(129, "sglang", True, (0, 1), (_VENV_059, _VENV_059_DOT, _VENV_0511)),
+        SimContainer(129, "sglang", True, (0, 1), (_VENV_059, _VENV_059_DOT, _VENV_0511, _VENV_0523)),
         SimContainer(130, "scratch", False, (), ()),
     ),
     release_delay_s=2.0,

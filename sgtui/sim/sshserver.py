@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import asyncssh
 
@@ -93,7 +93,7 @@ class _ExecSession(asyncssh.SSHServerSession):  # type: ignore[misc]
             else:
                 chan.exit(rc)
 
-    async def _pump(self, stream: asyncio.StreamReader, write: object) -> None:
+    async def _pump(self, stream: asyncio.StreamReader, write: Callable[[bytes], object]) -> None:
         while True:
             data = await stream.read(65536)
             if not data:
@@ -102,7 +102,7 @@ class _ExecSession(asyncssh.SSHServerSession):  # type: ignore[misc]
             if self._chan is None or self._chan.is_closing():
                 continue  # keep draining so the process is not blocked; the data has nowhere to go
             with contextlib.suppress(OSError, asyncssh.Error):
-                write(data)  # type: ignore[operator]
+                write(data)
 
     def _feed_stdin(self, data: bytes) -> None:
         if self._proc and self._proc.stdin and not self._proc.stdin.is_closing():
@@ -311,8 +311,8 @@ class SimSSHServer:
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=2.0)
 
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+import types
 from pathlib import Path
+
+import pytest
 
 from sgtui.core.nvsmi import (
     GpuState,
@@ -202,3 +206,35 @@ async def test_sampling_resumes_by_itself_after_the_connection_drops(
         assert states[-1] is None and sim_server.connection_count() == 1
     finally:
         await stream.aclose()
+
+
+def test_nvml_readings_map_values_and_name_unsupported_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NVMLError(Exception):
+        pass
+
+    def utilization(handle: int) -> object:
+        if handle == 1:
+            raise NVMLError("Not Supported")
+        return types.SimpleNamespace(gpu=42)
+
+    fake = types.SimpleNamespace(
+        NVMLError=NVMLError,
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 2,
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(used=2 * 2**30, total=80 * 2**30),
+        nvmlDeviceGetUtilizationRates=utilization,
+        nvmlDeviceGetName=lambda h: "NVIDIA H200",
+        nvmlDeviceGetUUID=lambda h: f"GPU-{h}",
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    snap = NvmlSampler().query_sync()
+    assert snap.problem is None
+    first, second = snap.gpus
+    assert (first.memory_used_mib.value, first.memory_total_mib.value, first.utilization_pct.value) == (
+        2048,
+        81920,
+        42,
+    )
+    assert second.state is GpuState.PARTIAL and second.utilization_pct.reason == "Not Supported"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -80,7 +81,8 @@ async def test_a_tail_survives_killed_connection_processes_without_loss(
         for _ in range(3):
             await asyncio.sleep(0.15)
             for pid in sshd.connection_pids():
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     lines: list[str] = []
     tasks = [asyncio.ensure_future(writer()), asyncio.ensure_future(chaos())]
@@ -122,7 +124,8 @@ async def test_a_frozen_link_is_detected_by_keepalive_and_reported_lost(
     await conn.run("true")
     frozen = sshd.connection_pids()
     for pid in frozen:
-        os.kill(pid, signal.SIGSTOP)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
     try:
         for _ in range(60):
             if ConnState.LOST in events:
@@ -131,6 +134,6 @@ async def test_a_frozen_link_is_detected_by_keepalive_and_reported_lost(
         assert ConnState.LOST in events, "a half-open link must not look alive"
     finally:
         for pid in frozen:
-            os.kill(pid, signal.SIGKILL)
-            os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         await conn.close()

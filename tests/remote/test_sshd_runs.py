@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -35,7 +36,8 @@ async def test_a_run_outlives_its_session_and_stops_with_kill_when_term_is_ignor
                 break
             await asyncio.sleep(0.05)
         for pid in sshd.connection_pids():  # the SSH session dies abruptly
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         size = log.stat().st_size
         await asyncio.sleep(0.3)
         assert log.stat().st_size > size

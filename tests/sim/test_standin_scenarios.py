@@ -81,6 +81,22 @@ async def test_the_same_launch_with_sglang_0_5_11_writes_the_newer_wording_and_s
         sim.kill(server, signal.SIGKILL)
 
 
+async def test_sglang_0_5_23_words_its_memory_lines_the_new_way(sim: Sim) -> None:
+    server = await sim.launch(
+        [*QWEN_ARGS, "--port", str(free_port())], python="/opt/sglang-0.5.23/venv/bin/python"
+    )
+    await wait_for(
+        lambda: READY in server.text() or SIGQUIT in server.text(), what="an end", detail=server.text
+    )
+    text = server.text()
+    assert "Memory baseline taken. mem usage=0.99 GB" in text and "Init torch distributed ends" not in text
+    if READY in text:
+        assert "KV Cache is allocated. dtype: torch.bfloat16, #tokens: " in text
+        assert "Capture target decode CUDA graph end. bs=[" in text
+        assert classify_text(text).outcome == "ready"
+    sim.kill(server, signal.SIGKILL)
+
+
 async def test_0_5_11_refuses_speculative_decoding_with_the_radix_cache_before_starting_schedulers(
     sim: Sim,
 ) -> None:
