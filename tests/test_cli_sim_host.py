@@ -62,3 +62,12 @@ def test_a_port_already_taken_is_refused_without_a_traceback(tmp_path: Path) -> 
         result = sgtui("sim-host", "--port", str(port), "--config-dir", str(tmp_path))
     assert result.returncode == 2
     assert f"--port {port}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_list_scenarios_names_and_describes_each_one() -> None:
+    from sgtui.sim.scenarios import SCENARIOS
+
+    result = sgtui("sim-host", "--list-scenarios")
+    assert result.returncode == 0
+    names = [line for line in result.stdout.splitlines() if not line.startswith(" ")]
+    assert names == list(SCENARIOS)

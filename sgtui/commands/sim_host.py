@@ -21,9 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenario",
         default=DEFAULT_SCENARIO,
-        help=f"which simulated host (default {DEFAULT_SCENARIO}): "
-        + "; ".join(f"{name}: {s.description}" for name, s in SCENARIOS.items()),
+        help=f"which simulated host: {', '.join(SCENARIOS)} (default {DEFAULT_SCENARIO}; "
+        "--list-scenarios describes them)",
     )
+    parser.add_argument("--list-scenarios", action="store_true", help="describe the scenarios and exit")
     parser.add_argument(
         "--speed",
         type=float,
@@ -41,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
     from sgtui.core.paths import config_dir
     from sgtui.sim.scenarios import get_scenario
 
+    if args.list_scenarios:
+        from sgtui.sim.scenarios import SCENARIOS
+
+        for name, described in SCENARIOS.items():
+            print(f"{name}\n  {described.description}")
+        return 0
     scenario = get_scenario(args.scenario)
     if not 0 <= args.port < 65536:
         raise UserError(f"--port {args.port}: use a port number from 1 to 65535 (or 0 for any free port)")

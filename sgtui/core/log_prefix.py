@@ -1,5 +1,6 @@
-"""Line hygiene and prefixes: ANSI colours, tqdm `\\r` rewrites, SGLang's `[date time TPn]` prefix and
-cloud-logging exports (`SEVERITY 2025-04-05T00:01:19.2Z <line>`).
+"""Line hygiene and prefixes: ANSI colours, tqdm `\\r` rewrites, SGLang's `[date time TPn]` prefix,
+cloud-logging exports (`SEVERITY 2025-04-05T00:01:19.2Z <line>`) and the prefixes log collectors put in
+front of a container's lines (docker compose, `kubectl logs --prefix`, journald, Ray workers).
 
 Everything here is bounded: callers cap a line before it reaches a regex.
 """
@@ -14,9 +15,9 @@ SERVER_ARGS_CAP = 65536
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
-# [2026-01-02 10:11:12.345 DP0 TP1] / [10:11:12 TP0] / [gpu=0] / [2025-03-08 12:29:04]
+# [2026-01-02 10:11:12.345 DP0 TP1] / [10:11:12 TP0] / [gpu=0] / [2025-03-08 12:29:04] / [12-16 14:27:08]
 _SGLANG_PREFIX = re.compile(
-    r"\[(?:(\d{4}-\d\d-\d\d) )?(\d\d:\d\d:\d\d(?:[.,]\d+)?)?"
+    r"\[(?:((?:\d{4}-)?\d\d-\d\d) )?(\d\d:\d\d:\d\d(?:[.,]\d+)?)?"
     r"((?: ?(?:(?:DP|PP|TP|EP|CP|ATTN_CP|ATTN_DP|MOE_DP|MOE_EP)\d+|gpu(?:_id)?=\d+))*)\] ?"
 )
 _CLOUD_SEVERITIES = (
@@ -87,3 +88,45 @@ def split_prefix(line: str) -> tuple[str | None, tuple[str, ...], str]:
     date, clock, ranks = m.groups()
     time = f"{date} {clock}" if date and clock else clock
     return time, tuple(ranks.split()) if ranks else (), line[m.end() :]
+
+
+# `docker compose logs`: "sglang-1  | " (v2), "sglang_1  | " (v1), a container_name padded to a column.
+_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]{0,62} *\| ?")
+# `kubectl logs --prefix`: "[pod/sglang-0/server] ".
+_KUBECTL = re.compile(r"\[pod/[^\]\s]+\] ")
+# journald's short format: "Nov 29 07:51:45 gpu-host sglang[4242]: " (ident and pid after the host).
+_JOURNALD = re.compile(
+    r"(?:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d (\d\d:\d\d:\d\d) )?"
+    r"[\w.-]+ [\w.@/-]+\[\d+\]: "
+)
+_MONTHS = ("Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ", "Dec ")
+# Ray's worker prefix (verl and other RL stacks run SGLang inside Ray actors): "(WorkerDict pid=616, ip=..) ".
+_RAY = re.compile(r"\([\w.:-]+ pid=\d+(?:, ip=[\w.:-]+)?\) ")
+
+
+def collector_prefix(line: str) -> tuple[str | None, str] | None:
+    """(time or None, rest) for a line a log collector prefixed, else None: `name  | ` (docker compose),
+    `[pod/p/c] ` (kubectl --prefix), `Mon DD HH:MM:SS host ident[pid]: ` (journald), `(Actor pid=N) ` (Ray).
+
+    Cheap for other lines: one or two character tests before any regex."""
+    first = line[:1]
+    if first == "(":
+        m = _RAY.match(line)
+        return (None, line[m.end() :]) if m else None
+    if first == "[":
+        if line.startswith("[pod/"):
+            m = _KUBECTL.match(line)
+            return (None, line[m.end() :]) if m else None
+        return None
+    if not first.isalnum():
+        return None
+    if line.startswith(_MONTHS) or "]: " in line[:120]:
+        m = _JOURNALD.match(line)
+        if m is not None:
+            return m.group(1), line[m.end() :]
+    bar = line.find("|", 0, 80)
+    if bar > 0 and line[bar - 1] == " ":
+        m = _COMPOSE.match(line)
+        if m is not None and m.end() > bar:
+            return None, line[m.end() :]
+    return None

@@ -327,7 +327,7 @@ _PORT_TUPLE = re.compile(r"address \(?'?([^',)]*)'?,\s*(\d+)")
 _PORT_WORD = re.compile(r"[Pp]ort[ =:]+(\d{2,5})")
 _PORT_ADDR = re.compile(r"(?:tcp://[\w.\-]+|\[[0-9a-fA-F:.]*\]|\b\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b")
 _DIED = re.compile(r"Rank (\d+) scheduler (?:is dead|died during initialization \(exit code: (-?\d+)\))")
-_EXIT_CODE = re.compile(r"exit ?code[: =]+(-?\d+)")
+_EXIT_CODE = re.compile(r"exit ?code[: =]+(-?\d+)", re.IGNORECASE)
 _ARG_ERROR = re.compile(
     r": error: (unrecognized arguments: .*|argument .*|ambiguous option: .*|"
     r"the following arguments are required: .*|invalid choice: .*)"
@@ -422,6 +422,17 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         return None, "death", {"exit_code": code}
     if " hit an exception" in body or "Initialization failed" in body:
         return None, "death", {}
+    if "other ranks th" in body and "finish the model loading" in body:
+        # "TP rank 1 could finish the model loading, but there are other ranks that didn't": a peer (often on
+        # another node) died while loading; its own log holds the cause.
+        return None, "death", {"peer_failed": True}
+    if "OOM killer" in body or "oom-kill" in body:
+        # systemd: "sglang.service: A process of this unit has been killed by the OOM killer." / "Failed with
+        # result 'oom-kill'."; the kernel: "oom-kill:constraint=..." (not SGLang's own hint to check dmesg).
+        if "killed by the OOM killer" in body or "'oom-kill'" in body or "oom-kill:" in body:
+            return "oom_killed", "cause", {}
+    if "status=9/KILL" in body:  # systemd: "Main process exited, code=killed, status=9/KILL"
+        return None, "death", {"killed": True}
     if "Killed" in body:
         if "Killed process" in body and ("Out of memory" in body or "oom" in body.lower()):
             return "oom_killed", "cause", {}

@@ -17,6 +17,7 @@ from sgtui.core.log_prefix import (
     LINE_CAP,
     SERVER_ARGS_CAP,
     cloud_prefix,
+    collector_prefix,
     last_segment,
     split_prefix,
     strip_ansi,
@@ -175,11 +176,16 @@ class LogClassifier:
 
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
         cloud_time = None
-        first = line[:1]
-        if first.isupper() or first.isdigit() or (first == "[" and line[11:12] == "T"):
-            cloud = cloud_prefix(line)
-            if cloud is not None:
-                cloud_time, line = cloud
+        for _ in range(3):  # collectors nest: compose's "name  | " around docker's RFC 3339 stamp, say
+            first = line[:1]
+            outer = None
+            if first.isupper() or first.isdigit() or (first == "[" and line[11:12] == "T"):
+                outer = cloud_prefix(line)
+            if outer is None and first and (first.isalnum() or first in "(["):
+                outer = collector_prefix(line)
+            if outer is None:
+                break
+            cloud_time, line = outer[0] or cloud_time, outer[1]
         time, ranks, body = split_prefix(line)
         body = body.rstrip()
         if not body:

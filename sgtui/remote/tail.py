@@ -27,8 +27,13 @@ class LogChunk:
     end: int
 
 
+BEGIN = b"@@sgtui-tail-begin\n"
+
+
 def tail_script(path: str, offset: int) -> str:
-    return f"exec tail -c +{int(offset) + 1} -F -- {shlex.quote(path)} 2>/dev/null"
+    """The marker first: whatever a login shell's ~/.bashrc prints before it must not count as log bytes."""
+    follow_cmd = f"exec tail -c +{int(offset) + 1} -F -- {shlex.quote(path)} 2>/dev/null"
+    return f"printf '%s\\n' {BEGIN.decode().strip()}; {follow_cmd}"
 
 
 def split_complete(buffer: bytes) -> tuple[bytes, bytes]:
@@ -60,6 +65,7 @@ async def follow(
             on_reconnect(offset)
         first = False
         pending = b""
+        begun = False
         try:
             async with conn.stream(target.script(tail_script(path, offset))) as stream:
                 while True:
@@ -67,6 +73,12 @@ async def follow(
                     if not data:
                         break
                     delay = backoff_start
+                    if not begun:
+                        pending += data
+                        at = pending.find(BEGIN)
+                        if at < 0:
+                            continue
+                        begun, data, pending = True, pending[at + len(BEGIN) :], b""
                     complete, pending = split_complete(pending + data)
                     if not complete:
                         continue
