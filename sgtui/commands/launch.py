@@ -203,8 +203,8 @@ class Watch:
 
     def _verdict(self) -> str | None:
         state = self.classifier.state
-        if "ready" in state.milestones:
-            return "ready"
+        if state.error is None and self.classifier.analysis().outcome == "ready":
+            return "ready"  # also versions that never print the ready banner but answer requests
         if state.error is not None:
             if self.error_seen_at is None:
                 self.error_seen_at = time.monotonic()

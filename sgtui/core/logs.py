@@ -73,7 +73,8 @@ class LogClassifier:
         self._buf_overflow = False
         self._order = 0
         self._hint: str | None = None
-        self._fact_source: dict[str, int] = {}
+        self._fact_source: dict[str, tuple[int, bool]] = {}
+        self._ranks: tuple[str, ...] = ()
         self._load_ends: dict[str, int] = {}
         self._last_progress: tuple[Any, ...] | None = None
         self._awaiting_first_answer = False
@@ -201,6 +202,7 @@ class LogClassifier:
     def _dispatch(
         self, body: str, n: int, time: str | None, ranks: tuple[str, ...], events: list[LogEvent]
     ) -> None:
+        self._ranks = ranks
         first = body[0]
         if first == "#":
             self._comment(body)
@@ -504,10 +506,13 @@ class LogClassifier:
     def _fact(self, name: str, value: Any, source: int) -> None:
         if value is None:
             return
+        # Rank 0's figure wins over another rank's from the same kind of line: SGLang sizes from it and its
+        # summary comes from it, whatever order the ranks' lines interleave in.
+        rank = (source, _is_rank_zero(self._ranks))
         known = self._fact_source.get(name)
-        if known is None or source > known:
+        if known is None or rank > known:
             self.state.facts[name] = value
-            self._fact_source[name] = source
+            self._fact_source[name] = rank
 
     def _facts(self, facts: dict[str, Any], source: int) -> None:
         for name, value in facts.items():
@@ -550,6 +555,15 @@ class LogClassifier:
         if state.phase != "failed" and state.error is not None:
             state.phase = "failed"
             events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
+
+
+def _is_rank_zero(ranks: tuple[str, ...]) -> bool:
+    """True for a line of rank 0 in every dimension ("TP0", "DP0 TP0 EP0", "gpu=0") or of no rank at all."""
+    for tag in ranks:
+        digits = tag[len(tag.rstrip("0123456789")) :]
+        if digits and int(digits) != 0:
+            return False
+    return True
 
 
 def _cap(raw: str) -> str:

@@ -157,8 +157,19 @@ def _known_hosts_paths(host: HostConfig, user_known_hosts: Path | None) -> list[
 
 
 def _load_known_hosts(paths: Sequence[Path]) -> asyncssh.SSHKnownHosts:
+    """All entries of the known_hosts files; a malformed line is skipped (as OpenSSH does), not fatal."""
     text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
-    return asyncssh.import_known_hosts(text)
+    try:
+        return asyncssh.import_known_hosts(text)
+    except ValueError:
+        good = []
+        for line in text.splitlines():
+            try:
+                asyncssh.import_known_hosts(line)
+            except ValueError:
+                continue
+            good.append(line)
+        return asyncssh.import_known_hosts("\n".join(good))
 
 
 class _Client(asyncssh.SSHClient):  # type: ignore[misc]

@@ -255,3 +255,12 @@ async def test_local_hosts_get_the_local_transport(tmp_path: Path) -> None:
     assert isinstance(conn, LocalTransport)
     assert (await conn.run("echo local")).stdout == "local\n"
     await pool.close()
+
+
+async def test_a_malformed_known_hosts_line_does_not_hide_the_good_ones(sim_server: SimSSHServer) -> None:
+    sgtui_known_hosts().write_text("justonefield\n@weird x y z\n" + sim_server.known_hosts_line() + "\n")
+    conn = _unpinned(sim_server)
+    try:
+        assert (await conn.run("echo trusted")).stdout == "trusted\n"
+    finally:
+        await conn.close()

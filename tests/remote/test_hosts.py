@@ -82,3 +82,10 @@ def test_jump_specs_parse() -> None:
     assert parse_jump("ops@jump:2200") == ("ops", "jump", 2200)
     assert parse_jump("jump") == (None, "jump", None)
     assert parse_jump("[::1]:22") == (None, "::1", 22)
+
+
+def test_a_bad_ssh_config_value_is_a_clear_error_naming_the_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host gpu1\n  Port ninety\n")
+    with pytest.raises(HostsFileError, match=r"ssh_config.*line 2"):
+        load_hosts(cfg, False)
