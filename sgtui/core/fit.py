@@ -165,13 +165,14 @@ def _resolve(
     model: ModelFacts,
     gpu: GpuSpec,
     family: str,
+    version: str,
     free_gib: float | Sequence[float] | None,
     weights_gib: float | None,
     draft_weights_gib: float | None,
     draft_model: ModelFacts | None,
     notes: list[str],
 ) -> _Inputs:
-    defaults = resolve_defaults(spec, model, gpu.mib, family)
+    defaults = resolve_defaults(spec, model, gpu.mib, family, version)
     mfs = (
         spec.mem_fraction_static
         if spec.mem_fraction_static is not None
@@ -245,7 +246,9 @@ def _compute(
     family, family_note = version_family(version)
     notes = [family_note]
     n_gpus = _check_parallelism(spec, n_gpus)
-    x = _resolve(spec, model, gpu, family, free_gib, weights_gib, draft_weights_gib, draft_model, notes)
+    x = _resolve(
+        spec, model, gpu, family, version, free_gib, weights_gib, draft_weights_gib, draft_model, notes
+    )
     mm_reserve = 100 / 1024 if family == "0.5.23" and model.is_multimodal and not spec.language_only else 0.0
     report = FitReport(
         sglang_version=version,

@@ -12,30 +12,35 @@ from dataclasses import dataclass
 
 from sgtui.core.errors import UserError
 from sgtui.core.flags import LaunchSpec
+from sgtui.core.flags import version_family as flag_version_family
 from sgtui.core.model import PIECEWISE_DISABLED_ARCHS, ModelFacts
 
 FAMILIES = ("0.5.9", "0.5.11", "0.5.23")
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def version_tuple(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a version string such as "0.5.10.post1" or "v0.4.3"."""
+    match = _VERSION.match(version)
+    if not match:
+        raise UserError(f"--sglang {version!r}: not a version; use one such as 0.5.9, 0.5.11 or 0.5.23")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
 
 
 def version_family(version: str) -> tuple[str, str]:
-    """(family, note): which of the three studied releases' memory rules a version follows."""
-    match = _VERSION.match(version.strip())
-    if not match:
-        raise UserError(f"--sglang {version!r}: not a version; use one such as 0.5.9, 0.5.11 or 0.5.23")
-    parts = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
+    """(family, note): which studied release's memory rules a version follows.
+
+    The mapping is flags.version_family's (nearest release, ties to the older one), so the flag table
+    and the memory rules never disagree about a version."""
+    parts = version_tuple(version)
+    family = flag_version_family(version)
+    assert family is not None
     if parts < (0, 5, 9):
-        return "0.5.9", f"SGLang {version} is older than 0.5.9: using the 0.5.9 base formula"
-    if parts < (0, 5, 11):
-        return "0.5.9", f"SGLang {version}: using the 0.5.9 rules"
-    if parts == (0, 5, 11):
-        return "0.5.11", "SGLang 0.5.11 rules"
-    if parts < (0, 5, 23):
-        return "0.5.11", f"SGLang {version} was not inspected: using the 0.5.11 rules (the nearest older one)"
-    if parts == (0, 5, 23):
-        return "0.5.23", "SGLang 0.5.23 rules"
-    return "0.5.23", f"SGLang {version} is newer than 0.5.23: using the 0.5.23 rules"
+        return family, f"SGLang {version} is older than 0.5.9: using the 0.5.9 base formula"
+    if parts == version_tuple(family):
+        return family, f"SGLang {family} rules"
+    return family, f"SGLang {version} was not inspected: using the {family} rules (the nearest release)"
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,62 @@ def prefill_graph_enabled(spec: LaunchSpec, model: ModelFacts, family: str) -> b
     )
 
 
+def _tp_tier_mfs(parallel: int, tp8: float) -> float:
+    """The oldest rule: a fixed fraction per TP size (0.3.x to 0.4.7)."""
+    if parallel >= 16:
+        return 0.79
+    if parallel >= 8:
+        return tp8
+    if parallel >= 4:
+        return 0.85
+    return 0.87 if parallel >= 2 else 0.88
+
+
+def _reserved_tier_mib(gpu_mib: int, parallel: int) -> float:
+    """0.4.8 to 0.5.2: MiB kept back per GPU class (server_args.__post_init__)."""
+    if gpu_mib < 35 * 1024:
+        return (2.8 + parallel / 10) * 1024
+    if gpu_mib < 90 * 1024:
+        return (9.5 + parallel / 2) * 1024
+    if gpu_mib < 160 * 1024:
+        return (12 + parallel / 2) * 1024
+    return 32 * 1024
+
+
+def legacy_auto_mfs(spec: LaunchSpec, gpu_mib: int, parts: tuple[int, int, int]) -> float | None:
+    """SGLang's automatic mem-fraction-static before 0.5.3, when the per-GPU reservation formula of
+    fit_defaults.resolve_defaults arrived (None from 0.5.3 on).
+
+    Read from server_args.py of each era: 0.3.x/0.4.0-0.4.5 a fraction per TP size (0.83/0.82/0.81 at
+    TP 8); 0.4.6 the same up to 80 GiB, else all but 13 GiB; 0.4.7 the TP table, then 0.79 above
+    180,000 MiB, a 48 GiB-scaled bump capped at all-but-18 GiB above 96 GiB, or x0.95 with speculative
+    decoding; 0.4.8-0.5.2 a reservation per GPU class (+2 GiB EAGLE, +6 GiB STANDALONE from 0.5.2,
+    +4 GiB DP attention), rounded to 3 decimals."""
+    if parts >= (0, 5, 3):
+        return None
+    parallel = spec.tp_size * spec.pp_size
+    algo = (spec.speculative_algorithm or "").upper()
+    if parts < (0, 4, 6):
+        tp8 = 0.83 if parts < (0, 3, 6) else 0.82 if parts < (0, 4, 0) else 0.81
+        return _tp_tier_mfs(spec.tp_size, tp8)
+    if parts < (0, 4, 7):
+        return _tp_tier_mfs(spec.tp_size, 0.81) if gpu_mib <= 81920 else (gpu_mib - 13 * 1024) / gpu_mib
+    if parts < (0, 4, 8):
+        mfs = _tp_tier_mfs(parallel, 0.81) if gpu_mib <= 81920 else 0.88
+        if gpu_mib > 180_000:
+            return 0.79
+        if gpu_mib > 96 * 1024:
+            reserve = (20 if algo else 18) * 1024
+            return min(mfs + 48 * 1024 * (1 - mfs) / gpu_mib, (gpu_mib - reserve) / gpu_mib)
+        return mfs * 0.95 if algo else mfs
+    reserved = _reserved_tier_mib(gpu_mib, parallel)
+    if algo:
+        reserved += 6 * 1024 if algo == "STANDALONE" and parts >= (0, 5, 2) else 2 * 1024
+    if spec.enable_dp_attention:
+        reserved += 4 * 1024
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
 def _vlm_factor(model: ModelFacts) -> float:
     """server_args.adjust_mem_fraction_for_vlm: 0.95 times a clamp on the ViT's size vs ViT-L/14."""
     layers = model.vision_num_hidden_layers or 24
@@ -122,8 +183,11 @@ def _vlm_factor(model: ModelFacts) -> float:
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
-def resolve_defaults(spec: LaunchSpec, model: ModelFacts, gpu_mib: int, family: str) -> Defaults:
-    """The tier sizes and SGLang's automatic mem-fraction-static for this launch on this GPU."""
+def resolve_defaults(
+    spec: LaunchSpec, model: ModelFacts, gpu_mib: int, family: str, version: str | None = None
+) -> Defaults:
+    """The tier sizes and SGLang's automatic mem-fraction-static for this launch on this GPU
+    (`version`, when given, selects the pre-0.5.3 rules for the automatic fraction)."""
     chunk_default, bs_default = _tier(gpu_mib, spec.tp_size, family)
     chunk = spec.chunked_prefill_size if spec.chunked_prefill_size is not None else chunk_default
     max_bs = spec.cuda_graph_max_bs
@@ -157,7 +221,12 @@ def resolve_defaults(spec: LaunchSpec, model: ModelFacts, gpu_mib: int, family: 
         elif algo != "NGRAM":
             reserved += 2 * 1024 if family == "0.5.9" else 4 * 1024
     mfs = round((gpu_mib - reserved) / gpu_mib, 3)
-    if model.is_multimodal and model.has_vision and not spec.language_only:
+    parts = version_tuple(version) if version else (0, 5, 9)
+    legacy = legacy_auto_mfs(spec, gpu_mib, parts)
+    if legacy is not None:
+        mfs = legacy
+    vlm_adjusted = parts >= (0, 4, 10)  # adjust_mem_fraction_for_vlm arrived in 0.4.10
+    if vlm_adjusted and model.is_multimodal and model.has_vision and not spec.language_only:
         mfs = mfs * _vlm_factor(model)
     return Defaults(
         chunked_prefill_size=chunk,
