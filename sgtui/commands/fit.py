@@ -91,7 +91,7 @@ def _model_path(args: argparse.Namespace, model_path: str | None) -> Path:
 def run(args: argparse.Namespace) -> int:
     from sgtui.core.fit import fit
     from sgtui.core.flags import parse_argv
-    from sgtui.core.gpus import GpuSpec, parse_gpu
+    from sgtui.core.gpus import guess_gpu_from_free, parse_gpu
     from sgtui.core.model import load_model_facts
 
     argv = list(args.sglang_flags)
@@ -108,9 +108,10 @@ def run(args: argparse.Namespace) -> int:
     if args.gpu:
         gpu = parse_gpu(args.gpu)
     elif free_gib is not None:
-        mib = math.ceil(max(free_gib) + 1) * 1024
-        gpu = GpuSpec(name=f"{mib} MiB GPU (assumed from --free-gib)", mib=mib)
-        notes.append("No --gpu: the GPU total (which picks SGLang's defaults) is assumed from --free-gib.")
+        gpu = guess_gpu_from_free(max(free_gib))
+        notes.append(
+            f"No --gpu: the GPU total (which picks SGLang's defaults) is guessed from --free-gib: {gpu.name}."
+        )
     else:
         raise UserError("--gpu is needed: a preset such as A6000 or H100-80G, or a size such as 49140MiB")
     draft = None

@@ -18,6 +18,7 @@ from sgtui.core.errors import UserError
 #            (e.g. "0MiB / 97871MiB" under "NVIDIA H20", "0MiB / 183359MiB" under "NVIDIA B200").
 GPU_PRESETS: dict[str, int] = {
     "T4": 15360,  # [smi] Tesla T4
+    "RTX-4080": 16376,  # [smi] NVIDIA GeForce RTX 4080 (also RTX 4070 Ti SUPER, RTX A4000)
     "L4": 23034,  # [brief]
     "A10": 23028,  # [smi] NVIDIA A10 and A10G print the same total
     "A10G": 23028,  # [smi]
@@ -44,6 +45,7 @@ _ALIASES: dict[str, str] = {
     "PRO6000": "RTX-PRO-6000",
     "RTXPRO6000BLACKWELL": "RTX-PRO-6000",
     "TESLAT4": "T4",
+    "4080": "RTX-4080",
 }
 
 # nvidia-smi's own names ("NVIDIA H100 80GB HBM3", "A100-SXM4-40GB"), matched on the normalised key.
@@ -61,6 +63,7 @@ _SMI_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^RTXA6000", "A6000"),
         (r"^L40S", "L40S"),
         (r"^RTX4090", "RTX-4090"),
+        (r"^RTX4080", "RTX-4080"),
         (r"^RTX5090", "RTX-5090"),
         (r"^A10G", "A10G"),
     )
@@ -109,3 +112,27 @@ def parse_gpu(text: str) -> GpuSpec:
         raise UserError(f"--gpu {text!r}: give a unit, such as {raw}GiB or {raw}MiB")
     presets = ", ".join(GPU_PRESETS)
     raise UserError(f"--gpu {text!r}: unknown GPU; use one of {presets}, or a size such as 49140MiB or 48GiB")
+
+
+# What CUDA, cuBLAS and NCCL hold before SGLang's baseline: a card's total minus the free memory at
+# "Load weight begin" falls in this band in real logs (an L4 at TP 4: 0.86 GiB; an H100 at TP 1:
+# about 0.5 GiB; a B200: 1.5 GiB).
+CONTEXT_MIN_GIB = 0.2
+CONTEXT_MAX_GIB = 2.5
+CONTEXT_TYPICAL_GIB = 0.75
+
+
+def guess_gpu_from_free(free_gib: float) -> GpuSpec:
+    """The GPU a measured baseline most likely came from: the smallest preset whose total leaves room
+    for the CUDA context, else free + a typical context. SGLang's automatic mem-fraction-static
+    depends on the card's total, so a close guess matters when the flags leave it automatic."""
+    fits = [
+        (mib, name)
+        for name, mib in GPU_PRESETS.items()
+        if free_gib + CONTEXT_MIN_GIB <= mib / 1024 <= free_gib + CONTEXT_MAX_GIB
+    ]
+    if fits:
+        mib, name = min(fits)
+        return GpuSpec(name=f"{name} (guessed from --free-gib)", mib=mib)
+    mib = int(-(-(free_gib + CONTEXT_TYPICAL_GIB) * 1024 // 1))
+    return GpuSpec(name=f"{mib} MiB GPU (assumed from --free-gib)", mib=mib)

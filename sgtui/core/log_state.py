@@ -275,7 +275,9 @@ def resolve_error(state: StartupState) -> ErrorInfo | None:
         generic = [s for s in signals if s.strength == "generic"]
         if generic:
             chosen = _first(generic)
-    death = _first(deaths) if deaths else None
+    # A peer's "other ranks did not finish loading" says more than a generic "scheduler hit an exception".
+    telling = [s for s in deaths if s.values.get("peer_failed")]
+    death = _first(telling or deaths) if deaths else None
     if chosen is None:
         killed = [s for s in deaths if s.values.get("killed") or s.values.get("exit_code") == -9]
         sigquit = any(s.values.get("sigquit") for s in deaths)

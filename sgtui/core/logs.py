@@ -75,6 +75,9 @@ class LogClassifier:
         self._hint: str | None = None
         self._fact_source: dict[str, tuple[int, bool]] = {}
         self._ranks: tuple[str, ...] = ()
+        self._open_trace: tuple[int, str | None] | None = None  # a traceback no later milestone outlived
+        self._last_milestone_line = 0
+        self._last_generic: tuple[int, str | None] | None = None
         self._load_ends: dict[str, int] = {}
         self._last_progress: tuple[Any, ...] | None = None
         self._awaiting_first_answer = False
@@ -125,6 +128,24 @@ class LogClassifier:
         if self.state.phase != previous:
             events.append(LogEvent(self.line_count, None, (), "phase", {"phase": self.state.phase}))
         return events
+
+    def end_of_log(self, events: list[LogEvent] | None = None) -> list[LogEvent]:
+        """A whole file ends here: a traceback or exception that nothing outlived (no later milestone, no
+        ready) is how a pasted or cut log shows that the launch died, even with no death line after it."""
+        out: list[LogEvent] = [] if events is None else events
+        state = self.state
+        if state.error is not None or "ready" in state.milestones or ANSWERED in state.notes:
+            return out
+        trace = self._open_trace
+        generic = self._last_generic
+        if trace is not None:
+            if generic is None or generic[0] < trace[0]:
+                text = "Traceback (most recent call last): the log ends before the exception's own line"
+                self._signal((None, "generic", {"cut": True}), trace[0], trace[1], (), text, out)
+            self._signal((None, "death", {"trailing": True}), trace[0], trace[1], (), "(end of log)", out)
+        elif generic is not None and generic[0] > self._last_milestone_line:
+            self._signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
+        return out
 
     def analysis(self, events: list[LogEvent] | None = None, reversed_order: bool = False) -> LogAnalysis:
         return LogAnalysis(self.state, self.line_count, events or [], reversed_order)
@@ -214,6 +235,7 @@ class LogClassifier:
             return
         if "Traceback (most recent call last)" in body:
             self._hint = None
+            self._open_trace = (n, time)
         if self._milestone_line(body, n, time, ranks, events):
             return
         if any(needle in body for needle in _PROGRESS_NEEDLES):
@@ -406,6 +428,8 @@ class LogClassifier:
         events: list[LogEvent],
     ) -> None:
         rank = " ".join(ranks) or None
+        self._open_trace = None
+        self._last_milestone_line = n
         milestone = self.state.milestones.get(kind)
         if milestone is None:
             seconds = parse_seconds(time)
@@ -531,6 +555,8 @@ class LogClassifier:
     ) -> None:
         error_class, strength, values = found
         state = self.state
+        if strength == "generic":
+            self._last_generic = (n, time)
         phase = self._hint if self._hint in PHASES else state.reached
         if strength == "generic":
             if phase == "capturing_graphs":
@@ -652,4 +678,5 @@ def classify_text(text: str) -> LogAnalysis:
     for index in order:
         classifier._handle(lines[index], index + 1, events)
     classifier.line_count = len(lines)
+    classifier.end_of_log(events)
     return classifier.analysis(events, newest_first)

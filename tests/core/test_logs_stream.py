@@ -108,8 +108,24 @@ def test_a_milestone_counts_when_the_first_rank_reaches_it_and_records_every_ran
     later = classifier.feed("[2026-01-02 10:00:06 TP0] Load weight begin. avail mem=46.90 GB\n")
     assert [e.kind for e in later] == []
     assert milestone.ranks == {"TP0", "TP1"}
-    assert classifier.state.facts["load_weight_begin_avail_gib"] == 46.98
+    assert classifier.state.facts["load_weight_begin_avail_gib"] == 46.90  # rank 0's figure, see below
     assert classifier.state.phase == "loading_weights"
+
+
+def test_rank_zeros_figure_wins_over_a_rank_that_printed_first() -> None:
+    analysis = classify_text(
+        "[2026-01-02 10:00:05 DP1 TP1] Load weight begin. avail mem=46.98 GB\n"
+        "[2026-01-02 10:00:05 DP0 TP0] Load weight begin. avail mem=46.90 GB\n"
+        "[2026-01-02 10:00:09 TP3] Capture cuda graph end. Time elapsed: 1.6 s. mem usage=0.04 GB. "
+        "avail mem=1.47 GB.\n"
+        "[2026-01-02 10:00:09 TP0] Capture cuda graph end. Time elapsed: 1.6 s. mem usage=0.05 GB. "
+        "avail mem=1.46 GB.\n"
+        "[2026-01-02 10:00:09 TP2] Capture cuda graph end. Time elapsed: 1.6 s. mem usage=0.03 GB. "
+        "avail mem=1.48 GB.\n"
+    )
+    assert analysis.facts["load_weight_begin_avail_gib"] == 46.90
+    assert analysis.facts["cuda_graph_mem_gib"] == 0.05
+    assert analysis.milestones[0].rank == "DP1 TP1"
 
 
 def test_a_tqdm_bar_and_a_record_glued_on_one_line_are_both_read() -> None:
