@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sgtui.core.log_state import PHASE_LABELS, ErrorInfo
-from sgtui.core.logs import NEW_STYLE, LogAnalysis
+from sgtui.core.logs import NEW_STYLE, TRACE_CUT, LogAnalysis
 
 _MAX_MFS = 0.98
+_LOW_MFS = 0.5  # below this a --mem-fraction-static is a mistake, not a tuning choice
 _MIN_SLACK_GIB = 2.0  # below this, CUDA graphs and activations rarely fit: shrink the weights instead
 RAISE_MFS = "Raise"
 LOWER_MFS = "Lower"
@@ -146,6 +147,10 @@ LOWER_COST = "a smaller KV pool (fewer tokens cached), and more slack for CUDA g
 
 
 def _phase_words(phase: str) -> str:
+    if phase == "starting":
+        return "starting up"
+    if phase == "distributed_init":
+        return "setting up the GPUs' communication (distributed init)"
     return "serving requests" if phase == "ready" else PHASE_LABELS.get(phase, phase)
 
 
@@ -215,6 +220,14 @@ def _not_enough_memory(ctx: _Context) -> Diagnosis:
         else:
             shrink = True
             lines.append("That leaves too little slack for CUDA graphs and activations: shrink the weights.")
+    elif mfs is not None and mfs < _LOW_MFS:
+        # Far below SGLang's own choice (0.8-0.9 on most GPUs): a wrapper or a typo set it, and +0.05 steps
+        # would take many failed launches.
+        lines.append(
+            f"{_fmt_mfs(mfs)} is far below what SGLang picks by itself (about 0.8-0.9), so almost nothing "
+            "was left for the pools."
+        )
+        suggestions.append(mfs_suggestion(mfs, 0.85, _raise_cost(baseline, 0.85)))
     elif mfs is not None:
         target = min(0.95, round(mfs + 0.05, 2))
         if target > mfs:
@@ -485,8 +498,16 @@ def _cuda_graph_failed(ctx: _Context) -> Diagnosis:
     if pool_end is not None or begin is not None:
         numbers = f" Free per GPU when capture began: {_gib(begin if begin is not None else pool_end)}."
     if oom:
+        values = ctx.error.values
+        tried = ""
+        if values.get("tried_gib") is not None:
+            tried = f" It tried to allocate {_gib(values['tried_gib'])}"
+            if values.get("gpu_free_gib") is not None:
+                tried += f" with {_gib(values['gpu_free_gib'])} free of {_gib(values.get('gpu_total_gib'))}"
+            tried += "."
         detail = (
             "CUDA graph capture ran out of memory: the graphs did not fit in the slack the pools left."
+            + tried
             + numbers
         )
         return Diagnosis(
@@ -495,10 +516,18 @@ def _cuda_graph_failed(ctx: _Context) -> Diagnosis:
             _graph_memory_suggestions(ctx),
             "cuda_graph_failed",
         )
-    detail = (
-        f"CUDA graph capture crashed with an error that is not about memory: {text.strip()[:300]} "
-        "The kernel named in the traceback failed while being captured." + numbers
-    )
+    if ctx.error.values.get("cut"):
+        frame = ctx.error.values.get("last_frame")
+        where = f" (its last frame shown is in {frame})" if frame else ""
+        detail = (
+            f"CUDA graph capture crashed: the log ends inside its traceback{where}, before the exception "
+            "line, so the error itself is not in this log." + numbers
+        )
+    else:
+        detail = (
+            f"CUDA graph capture crashed with an error that is not about memory: {text.strip()[:300]} "
+            "The kernel named in the traceback failed while being captured." + numbers
+        )
     suggestions = [
         Suggestion(
             "--disable-cuda-graph",
@@ -631,8 +660,24 @@ def _known_flags() -> list[str]:
         return list(_FALLBACK_FLAGS)
 
 
+_GENERIC_WORDS = frozenset({"enable", "disable", "use", "max", "min", "num", "size", "mode", "path", "type"})
+
+
 def nearest_flags(option: str, n: int = 3) -> list[str]:
-    return difflib.get_close_matches(option.split("=", 1)[0], _known_flags(), n=n, cutoff=0.6)
+    """Known flags closest to `option`: its dashed spelling first (`--reasoning_parser`), then flags that
+    share its most telling word (`--enable-reasoning` -> `--reasoning-parser`), then plain similarity."""
+    name = option.split("=", 1)[0]
+    known = _known_flags()
+    dashed = "--" + name.lstrip("-").replace("_", "-")
+    if dashed != name and dashed in known:
+        return [dashed]
+    words = [w for w in dashed[2:].split("-") if w and w not in _GENERIC_WORDS]
+    telling = max(words, key=len, default=None)
+    if telling is not None and len(telling) >= 5:
+        sharing = [flag for flag in known if telling in flag[2:].split("-")]
+        if sharing:
+            return difflib.get_close_matches(dashed, sharing, n=n, cutoff=0) or sharing[:n]
+    return difflib.get_close_matches(dashed, known, n=n, cutoff=0.6)
 
 
 def _bad_arguments(ctx: _Context) -> Diagnosis:
@@ -685,7 +730,11 @@ def _bad_arguments(ctx: _Context) -> Diagnosis:
     elif text.startswith("unrecognized arguments"):
         for option in re.findall(r"--[\w-]+", text):
             near = nearest_flags(option)
-            if near:
+            if near and near[0] == "--" + option.lstrip("-").replace("_", "-"):
+                suggestions.append(
+                    Suggestion(near[0], None, f"SGLang's flags are spelled with dashes: {near[0]}.")
+                )
+            elif near:
                 suggestions.append(
                     Suggestion(
                         near[0], None, f"{option} is not a flag of this SGLang; the nearest is {near[0]}."
@@ -794,10 +843,28 @@ def _oom_killed(ctx: _Context) -> Diagnosis:
 
 
 def _child_failed(ctx: _Context) -> Diagnosis:
+    values = ctx.error.values
+    if values.get("peer_failed"):
+        detail = (
+            f"This rank waited for its peers while {_phase_words(ctx.phase)}, and another rank never "
+            f"finished (line {ctx.error.line}). That rank's own error is not in this log: with several nodes "
+            "it is in the other node's log, otherwise further up (an OOM, a missing file, a slow disk)."
+        )
+        suggestions = [
+            Suggestion(None, None, "Read the other ranks' logs (every node's) for the first traceback."),
+            Suggestion(None, None, "Check each host for OOM kills: `dmesg -T | grep -i oom`."),
+        ]
+        return Diagnosis("Another rank failed", detail, suggestions, "child_failed")
     detail = (
         f"A child process died while {_phase_words(ctx.phase)} (line {ctx.error.line}: "
         f"{ctx.error.text.strip()[:160]}), but its error is not in this log."
     )
+    if TRACE_CUT in ctx.analysis.state.notes:
+        frame = ctx.facts.get("last_traceback_frame")
+        where = f" (the last frame shown is in {frame})" if frame else ""
+        detail += (
+            f" Its traceback is here but the log ends inside it{where}, before the line that names the error."
+        )
     suggestions = [
         Suggestion(None, None, "Read the whole log, not its tail: the child's traceback may be far above."),
         Suggestion("--log-level", "debug", "More detail from each rank on the next launch."),
@@ -806,7 +873,88 @@ def _child_failed(ctx: _Context) -> Diagnosis:
     return Diagnosis("A child process failed", detail, suggestions, "child_failed")
 
 
+_WARMUP_STATUS = re.compile(r"Response \[(\d{3})\]")
+_KV_EXHAUSTED = ("out of memory. Try to lower your batch size", "runs out of memory", "Prefill out of memory")
+
+
+def _warmup_failed(ctx: _Context, status: str) -> Diagnosis:
+    """The server came up, but its own warm-up request to itself got an HTTP error back."""
+    port = ctx.facts.get("port")
+    address = str(ctx.facts.get("uvicorn_address") or "")
+    if not isinstance(port, int) and address.rpartition(":")[2].isdigit():
+        port = int(address.rpartition(":")[2])
+    where = f"127.0.0.1:{port}" if isinstance(port, int) else "its own port"
+    detail = (
+        f"The server started, but the warm-up request it sends to itself ({where}) got HTTP {status}, so it "
+        "shut down. A 502/503/403 here almost always comes from an HTTP proxy in the environment "
+        "(http_proxy/https_proxy) that also catches local addresses; a 401/403 can also be an --api-key "
+        "the warm-up does not carry."
+    )
+    suggestions = [
+        Suggestion(
+            "no_proxy",
+            "localhost,127.0.0.1",
+            "An environment variable for the launch: local requests bypass the proxy; other traffic "
+            "still uses it.",
+        ),
+        Suggestion(
+            None,
+            None,
+            "Or unset http_proxy/https_proxy (and their upper-case forms) in the launch environment.",
+        ),
+    ]
+    return Diagnosis(f"The server's warm-up request got HTTP {status}", detail, suggestions, "other")
+
+
+def _kv_exhausted(ctx: _Context) -> Diagnosis:
+    text = ctx.error.text.strip()
+    mrr = ctx.num("max_running_requests")
+    detail = (
+        f"The KV cache pool ran out of free slots for a batch while serving: {text[:200]} Requests that are "
+        "admitted together need more tokens than the pool has free."
+    )
+    suggestions = [
+        Suggestion(
+            "--max-running-requests",
+            str(max(1, int(mrr) // 2)) if mrr else None,
+            "Fewer requests at once need fewer KV slots; throughput drops under load.",
+        ),
+        Suggestion(
+            "--chunked-prefill-size",
+            None,
+            "Smaller prefill chunks claim KV slots more gradually; long prompts take more steps.",
+        ),
+        Suggestion(
+            None,
+            None,
+            "Upgrade SGLang if --page-size is above 1: older releases mis-counted free pages.",
+        ),
+    ]
+    return Diagnosis("The KV cache ran out while serving", detail, suggestions, "other")
+
+
 def _other(ctx: _Context) -> Diagnosis:
+    text = ctx.error.text
+    death = ctx.error.death_text or ""
+    status = _WARMUP_STATUS.search(text)
+    if status and ("warmup" in death or "warmup" in text or "_wait_and_warmup" in text):
+        return _warmup_failed(ctx, status.group(1))
+    if status and ctx.phase == "serving" and "AssertionError" in text:
+        return _warmup_failed(ctx, status.group(1))
+    if any(needle in text for needle in _KV_EXHAUSTED):
+        return _kv_exhausted(ctx)
+    if ctx.error.values.get("cut"):
+        frame = ctx.error.values.get("last_frame")
+        where = f" (its last frame shown is in {frame})" if frame else ""
+        detail = (
+            f"SGLang died with a traceback while {_phase_words(ctx.phase)}, and the log ends inside it"
+            f"{where}: the exception line that says what went wrong is not in this log."
+        )
+        suggestions = [
+            Suggestion(None, None, "Get the whole log: the exception line follows the traceback shown."),
+            Suggestion("--log-level", "debug", "More detail from each rank on the next launch."),
+        ]
+        return Diagnosis("Launch failed (the error line is cut off)", detail, suggestions, "other")
     detail = (
         f"SGLang stopped with an error sgtui has no rule for, while {_phase_words(ctx.phase)} "
         f"(line {ctx.error.line}): {ctx.error.text.strip()[:300]}"
@@ -842,6 +990,31 @@ def _advisories(analysis: LogAnalysis) -> list[Diagnosis]:
     """Things worth knowing about a launch that did not fail because of them."""
     facts = analysis.facts
     out: list[Diagnosis] = []
+    profiled = facts.get("profiled_max_total_num_tokens")
+    failed_on_it = analysis.error is not None and analysis.error.values.get("profiled") is not None
+    if isinstance(profiled, int) and profiled <= 0 and not failed_on_it:
+        weights = facts.get("weight_mem_gib")
+        after = facts.get("avail_mem_after_weights_gib")
+        numbers = ""
+        if isinstance(weights, float) and isinstance(after, float):
+            numbers = f" The weights take {weights:.2f} GiB per GPU and leave {after:.2f} GiB."
+        out.append(
+            Diagnosis(
+                "No memory left for the KV cache",
+                f"SGLang profiled {profiled:,} tokens for the KV pool: after the weights and the "
+                f"--mem-fraction-static slack nothing is left, and the server fails or misbehaves as soon as "
+                f"it allocates.{numbers}",
+                [
+                    Suggestion(
+                        "--tp-size",
+                        None,
+                        "Split the model over more GPUs (or use a quantized checkpoint) so the weights leave "
+                        "room for the pool.",
+                    )
+                ],
+                "not_enough_memory",
+            )
+        )
     tokens = facts.get("max_total_num_tokens") or facts.get("kv_tokens")
     context = facts.get("context_length")
     if isinstance(tokens, int) and isinstance(context, int) and 0 < tokens < context:

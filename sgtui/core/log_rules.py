@@ -40,6 +40,7 @@ UVICORN = re.compile(r"Uvicorn running on (?:(https?)://)?\[?([^\]\s]+?)\]?:(\d+
 SHARDS = re.compile(r"(\d+)%\s*Completed\s*\|\s*(\d+)/(\d+)")
 TQDM = re.compile(r"(\d+)%\|[^|]*\|\s*(\d+)/(\d+)")
 CAPTURING = re.compile(r"Capturing batches \((?:bs=(\d+)\s*)?(?:avail_mem=" + _NUM + r" ?GB)?")
+PROFILED = re.compile(r"larger than the profiled value (-?\d+)")
 MRR_RESET = re.compile(r"Max running requests is reset to (\d+)")
 MRR_CAPPED = re.compile(r"max_running_requests is capped to (\d+)")
 MFS_REDUCED = re.compile(r"reduce --mem-fraction-static to " + _NUM)
@@ -322,6 +323,7 @@ _ARCH = re.compile(
     r"Model architectures? \[?([^\]]*?)\]? (?:are|is) not supported|"
     r"Model architectures \[(.*?)\] failed to be inspected"
 )
+_UNSUPPORTED_ARCH = re.compile(r"nsupported architectures?: ?\[?'?(\w+)")
 _HF_ARCH = re.compile(r"model type `([^`]+)` but Transformers does not recognize")
 _PORT_TUPLE = re.compile(r"address \(?'?([^',)]*)'?,\s*(\d+)")
 _PORT_WORD = re.compile(r"[Pp]ort[ =:]+(\d{2,5})")
@@ -352,7 +354,8 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     if "graph failed" in body and (
         "Capture cuda graph failed" in body or "Capture CUDA graph failed" in body
     ):
-        return "cuda_graph_failed", "fatal", {"oom": "out of memory" in body}
+        oom = "out of memory" in body
+        return "cuda_graph_failed", "fatal", {"oom": oom, **(oom_values(body) if oom else {})}
     if "memory" in body:
         if "Not enough memory" in body or "Not enought memory" in body:
             m = _NOT_ENOUGH.search(body)
@@ -380,12 +383,14 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     if "not supported for now" in body or "failed to be inspected" in body:
         m = _ARCH.search(body)
         if m:
-            return "unsupported_model", "fatal", {"architectures": (m.group(1) or m.group(2) or "").strip()}
+            names = (m.group(1) or m.group(2) or "").replace("'", "").replace('"', "").strip()
+            return "unsupported_model", "fatal", {"architectures": names}
     if "Transformers does not recognize" in body:
         m = _HF_ARCH.search(body)
         return "unsupported_model", "fatal", {"model_type": m.group(1)} if m else {}
     if "nsupported architecture" in body and body[:1].isalpha():
-        return "unsupported_model", "fatal", {}
+        m = _UNSUPPORTED_ARCH.search(body)  # 0.2/0.3: "Unsupported architectures: X. Supported list: [...]"
+        return "unsupported_model", "fatal", {"architectures": m.group(1)} if m else {}
     if "must be divisible by tensor parallel size" in body:
         m = _DIVISIBLE.search(body)
         values = {"what": m.group(1), "count": int(m.group(2)), "tp_size": int(m.group(3))} if m else {}
@@ -426,11 +431,12 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         # "TP rank 1 could finish the model loading, but there are other ranks that didn't": a peer (often on
         # another node) died while loading; its own log holds the cause.
         return None, "death", {"peer_failed": True}
-    if "OOM killer" in body or "oom-kill" in body:
-        # systemd: "sglang.service: A process of this unit has been killed by the OOM killer." / "Failed with
-        # result 'oom-kill'."; the kernel: "oom-kill:constraint=..." (not SGLang's own hint to check dmesg).
-        if "killed by the OOM killer" in body or "'oom-kill'" in body or "oom-kill:" in body:
-            return "oom_killed", "cause", {}
+    # systemd: "sglang.service: A process of this unit has been killed by the OOM killer." / "Failed with
+    # result 'oom-kill'."; the kernel: "oom-kill:constraint=..." (not SGLang's own hint to check dmesg).
+    if ("OOM killer" in body or "oom-kill" in body) and (
+        "killed by the OOM killer" in body or "'oom-kill'" in body or "oom-kill:" in body
+    ):
+        return "oom_killed", "cause", {}
     if "status=9/KILL" in body:  # systemd: "Main process exited, code=killed, status=9/KILL"
         return None, "death", {"killed": True}
     if "Killed" in body:
@@ -507,6 +513,13 @@ _FRAME_HINTS = (
     ("initialize_model_parallel", "distributed_init"),
     ("server_args.py", "arguments"),
 )
+
+
+def frame_file(line: str) -> str:
+    """The file name a `File "/a/b/flashinfer_backend.py", line 452, in f` frame names ("" if none)."""
+    start = line.find('File "')
+    end = line.find('"', start + 6) if start >= 0 else -1
+    return line[start + 6 : end].rsplit("/", 1)[-1] if end > start else ""
 
 
 def frame_hint(line: str) -> str | None:

@@ -55,6 +55,7 @@ __all__ = [
 _FROM_COMMAND, _FROM_ERROR, _FROM_ARGS, _FROM_RUNTIME, _FROM_SUMMARY = range(5)
 
 ANSWERED = "answered_after_uvicorn"  # a note: a POST got 200 after Uvicorn started (ready without the line)
+TRACE_CUT = "traceback_cut"  # a note: the log ends inside a traceback, before its exception line
 NEW_STYLE = "sglang_0_5_23_style"  # a note: the log uses 0.5.23-era wordings (flag names differ there)
 _PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
 _MAX_SIGNALS = 400
@@ -78,6 +79,9 @@ class LogClassifier:
         self._open_trace: tuple[int, str | None] | None = None  # a traceback no later milestone outlived
         self._last_milestone_line = 0
         self._last_generic: tuple[int, str | None] | None = None
+        self._batches_seen = False
+        self._after_frame = False  # the line after `File "..."` is that frame's source code, not a message
+        self._last_frame = ""
         self._load_ends: dict[str, int] = {}
         self._last_progress: tuple[Any, ...] | None = None
         self._awaiting_first_answer = False
@@ -134,14 +138,18 @@ class LogClassifier:
         ready) is how a pasted or cut log shows that the launch died, even with no death line after it."""
         out: list[LogEvent] = [] if events is None else events
         state = self.state
+        trace = self._open_trace
+        if trace is not None and self._last_frame and (self._last_generic or (0,))[0] < trace[0]:
+            state.notes.add(TRACE_CUT)  # "the child's traceback is right there, cut before its last line"
+            state.facts.setdefault("last_traceback_frame", self._last_frame)
         if state.error is not None or "ready" in state.milestones or ANSWERED in state.notes:
             return out
-        trace = self._open_trace
         generic = self._last_generic
         if trace is not None:
             if generic is None or generic[0] < trace[0]:
                 text = "Traceback (most recent call last): the log ends before the exception's own line"
-                self._signal((None, "generic", {"cut": True}), trace[0], trace[1], (), text, out)
+                values = {"cut": True, "last_frame": self._last_frame or None}
+                self._signal((None, "generic", values), trace[0], trace[1], (), text, out)
             self._signal((None, "death", {"trailing": True}), trace[0], trace[1], (), "(end of log)", out)
         elif generic is not None and generic[0] > self._last_milestone_line:
             self._signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
@@ -169,7 +177,13 @@ class LogClassifier:
         if len(raw) > LINE_CAP:
             raw = _cap(raw)
         if "Decode batch" in raw or "Prefill batch" in raw:
-            return  # per-step batch stats: the bulk of a serving log, never a milestone
+            # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says
+            # the server runs batches (warm-up or requests), which a pasted tail may show nothing else of.
+            if not self._batches_seen:
+                self._batches_seen = True
+                time = split_prefix(raw)[0]
+                self._advance("serving", n, time, parse_seconds(time), events)
+            return
         if "HTTP/1." in raw:
             if self._awaiting_first_answer and '" 200' in raw and "POST " in raw:
                 self._first_answer(raw, n, events)
@@ -232,7 +246,15 @@ class LogClassifier:
             hint = rules.frame_hint(body)
             if hint is not None:
                 self._hint = hint
+            self._after_frame = True
+            self._last_frame = rules.frame_file(body)
             return
+        if self._after_frame:
+            self._after_frame = False
+            if first == " ":
+                return  # `raise RuntimeError(f"NCCL error: {e}")` quoted from the source is no NCCL error
+        if first == " " and body.lstrip(" ^~") == "":
+            return  # Python 3.11's ^^^^ markers under that source line
         if "Traceback (most recent call last)" in body:
             self._hint = None
             self._open_trace = (n, time)
@@ -241,7 +263,7 @@ class LogClassifier:
         if any(needle in body for needle in _PROGRESS_NEEDLES):
             self._progress(body, n, time, ranks, events)
             return
-        self._info_line(body, n)
+        self._info_line(body, n, time, ranks, events)
         if "--" in body and rules.looks_like_command(body) and "usage:" not in body and "[--" not in body:
             self._facts(rules.parse_command_flags(body), _FROM_COMMAND)
         found = rules.failure(body)
@@ -484,7 +506,9 @@ class LogClassifier:
         self.state.progress[phase] = values
         events.append(LogEvent(n, time, ranks, "progress", values, body[:200]))
 
-    def _info_line(self, body: str, n: int) -> None:
+    def _info_line(
+        self, body: str, n: int, time: str | None, ranks: tuple[str, ...], events: list[LogEvent]
+    ) -> None:
         """Lines that carry a number or a note but mark no milestone."""
         if "minimum viable" in body:
             m = rules.MIN_VIABLE.search(body)
@@ -522,10 +546,21 @@ class LogClassifier:
             self.state.notes.add("radix_disabled_for_speculative")
         elif "fewer than --context-length" in body or "is larger than the profiled value" in body:
             self._warn(n, body)
+            m = rules.PROFILED.search(body)
+            if m:
+                # "max_total_tokens=131072 is larger than the profiled value -561981": a negative profile
+                # means the weights left the pools nothing; the launch dies of it unless it still comes up.
+                self._fact("profiled_max_total_num_tokens", int(m.group(1)), _FROM_RUNTIME)
+                if int(m.group(1)) <= 0:
+                    found = ("not_enough_memory", "weak", {"profiled": int(m.group(1))})
+                    self._signal(found, n, time, ranks, body, events)
 
     def _warn(self, n: int, body: str) -> None:
-        if len(self.state.warnings) < _MAX_WARNINGS:
-            self.state.warnings.append((n, body[:300]))
+        """Keep a warning once: every rank prints the same one."""
+        text = body[:300]
+        warnings = self.state.warnings
+        if len(warnings) < _MAX_WARNINGS and all(text != known for _, known in warnings[-8:]):
+            warnings.append((n, text))
 
     def _fact(self, name: str, value: Any, source: int) -> None:
         if value is None:
