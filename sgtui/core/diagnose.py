@@ -552,7 +552,8 @@ def _nccl(ctx: _Context) -> Diagnosis:
     text = ctx.error.text.strip()
     notes = ctx.analysis.state.notes
     lines = [
-        f"NCCL (the GPU-to-GPU communication library) failed while {_phase_words(ctx.phase)}: {text[:240]}"
+        f"NCCL (the GPU-to-GPU communication library) failed while {_phase_words(ctx.phase)}: "
+        f"{text[:240].rstrip('.')}."
     ]
     suggestions: list[Suggestion] = []
     if "nccl_shm" in notes or ctx.error.values.get("shm"):
@@ -805,6 +806,14 @@ def _memory_unbalanced(ctx: _Context) -> Diagnosis:
         "The GPUs of this launch had very different amounts of free memory: another process holds memory on "
         "at least one of them (SGLang sizes every rank from the poorest one, so it refuses)."
     )
+    values = ctx.error.values
+    poorest = values.get("min_per_gpu_memory", values.get("pre_model_load_memory"))
+    local = values.get("local_gpu_memory")
+    if isinstance(poorest, int | float) and isinstance(local, int | float):
+        detail += (
+            f" The poorest GPU had {_gib(float(poorest))} free, this rank's GPU {_gib(float(local))} "
+            "(SGLang wants at least 90% of it everywhere)."
+        )
     suggestions = [
         Suggestion(
             None,
@@ -933,9 +942,75 @@ def _kv_exhausted(ctx: _Context) -> Diagnosis:
     return Diagnosis("The KV cache ran out while serving", detail, suggestions, "other")
 
 
+# Environment failures that are none of the contract's classes but have one well-known fix each:
+# (needles any of which names it, title, what it means, what to do).
+_KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
+    (
+        ("GatedRepoError", "401 Client Error", "403 Client Error", "Access to model", "gated repo"),
+        "The model download was refused",
+        "Hugging Face refused the download: the model is gated or private and this environment has no "
+        "accepted token for it.",
+        "Accept the model's licence on its Hugging Face page, then set HF_TOKEN in the launch environment "
+        "(or download the model and pass its local folder as --model-path).",
+    ),
+    (
+        (
+            "is not a local folder and is not a valid model identifier",
+            "Repository Not Found",
+            "does not appear to have a file named",
+            "RepositoryNotFoundError",
+        ),
+        "The model path does not name a model",
+        "--model-path is neither a folder with a config.json nor a model id Hugging Face knows.",
+        "Check --model-path: a local folder must hold config.json and the weights; a hub id is "
+        "'organisation/name'.",
+    ),
+    (
+        ("couldn't connect to 'https://huggingface.co'", "LocalEntryNotFoundError", "HF_HUB_OFFLINE"),
+        "No connection to Hugging Face",
+        "The model is not in the local cache and Hugging Face could not be reached.",
+        "Download the model where there is network (huggingface-cli download) and pass its folder as "
+        "--model-path, or fix the proxy settings of the launch environment.",
+    ),
+    (
+        ("no kernel image is available for execution on the device",),
+        "The GPU is not supported by these kernels",
+        "The installed PyTorch/SGLang kernels were not built for this GPU's architecture (too old a GPU, "
+        "or a wheel for another CUDA version).",
+        "Install the SGLang/PyTorch build that matches the GPU and CUDA version, or use SGLang's Docker "
+        "image for it.",
+    ),
+    (
+        ("driver on your system is too old", "CUDA driver version is insufficient"),
+        "The NVIDIA driver is too old",
+        "The installed PyTorch needs a newer NVIDIA driver than the host has.",
+        "Upgrade the host's NVIDIA driver, or install a PyTorch/SGLang build for the older CUDA version.",
+    ),
+    (
+        ("ModuleNotFoundError: No module named", "ImportError: cannot import name", "undefined symbol"),
+        "A Python package is missing or broken",
+        "The environment SGLang runs in lacks a package it imports, or has one built against other versions.",
+        "Reinstall SGLang with its extras in that environment (`pip install -U 'sglang[all]'`), or use "
+        "SGLang's Docker image.",
+    ),
+)
+
+
+def _known_other(ctx: _Context) -> Diagnosis | None:
+    text = ctx.error.text
+    for needles, title, meaning, fix in _KNOWN_OTHERS:
+        if any(needle in text for needle in needles):
+            detail = f"{meaning} (line {ctx.error.line}: {text.strip()[:200]})"
+            return Diagnosis(title, detail, [Suggestion(None, None, fix)], "other")
+    return None
+
+
 def _other(ctx: _Context) -> Diagnosis:
     text = ctx.error.text
     death = ctx.error.death_text or ""
+    known = _known_other(ctx)
+    if known is not None:
+        return known
     status = _WARMUP_STATUS.search(text)
     if status and ("warmup" in death or "warmup" in text or "_wait_and_warmup" in text):
         return _warmup_failed(ctx, status.group(1))
@@ -957,9 +1032,24 @@ def _other(ctx: _Context) -> Diagnosis:
         return Diagnosis("Launch failed (the error line is cut off)", detail, suggestions, "other")
     detail = (
         f"SGLang stopped with an error sgtui has no rule for, while {_phase_words(ctx.phase)} "
-        f"(line {ctx.error.line}): {ctx.error.text.strip()[:300]}"
+        f"(line {ctx.error.line}): {ctx.error.text.strip()[:300].rstrip('.')}."
     )
-    suggestions = [
+    source = ctx.error.values.get("source")
+    if source:
+        frame = ctx.error.values.get("frame")
+        detail += f" The failing line{f' (in {frame})' if frame else ''}: `{source}`."
+    suggestions = []
+    if ctx.phase == "loading_weights" and source and "shape" in source:
+        suggestions.append(
+            Suggestion(
+                None,
+                None,
+                "The checkpoint's tensors do not have the shapes of the model SGLang built: check that "
+                "--model-path, --load-format and --quantization match the checkpoint (a pre-quantized "
+                "checkpoint needs the quantization it was made with).",
+            )
+        )
+    suggestions += [
         Suggestion(
             None, None, "Search the exception text in SGLang's GitHub issues; it often names the fix."
         ),

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 from sgtui.core import fit_errors
 from sgtui.core.errors import UserError
-from sgtui.core.fit_defaults import Defaults, resolve_defaults, version_family
+from sgtui.core.fit_defaults import (
+    Defaults,
+    defaults_family,
+    multimodal_enabled,
+    resolve_defaults,
+    runtime_multimodal_factor,
+    version_family,
+    version_tuple,
+)
 from sgtui.core.fit_errors import PredictedError
 from sgtui.core.fit_mamba import MambaBudget, resolve_strategy, take_state
 from sgtui.core.fit_pools import (
@@ -64,6 +72,7 @@ class _Inputs:
     spec: LaunchSpec
     model: ModelFacts
     family: str
+    parts: tuple[int, int, int]  # the exact version, for rules that changed inside a family
     defaults: Defaults
     mfs: float
     p: float
@@ -180,6 +189,10 @@ def _resolve(
     )
     if not 0 < mfs < 1:
         raise UserError(f"--mem-fraction-static {mfs}: must be between 0 and 1 (e.g. 0.85)")
+    shrink = runtime_multimodal_factor(spec, model, version_tuple(version))
+    if shrink != 1.0:
+        mfs *= shrink
+        notes.append(f"SGLang {version} reduces --mem-fraction-static to {mfs:.3f}: a multimodal model.")
     per_gpu = _per_gpu(free_gib)
     for label, given in (
         *(("--free-gib", f) for f in per_gpu),
@@ -195,8 +208,9 @@ def _resolve(
     sd = speculative_params(spec, model)
     max_running = spec.max_running_requests
     draft_w = 0.0
+    parts = version_tuple(version)
     if sd is not None:
-        if max_running is None:
+        if max_running is None and parts >= (0, 4, 6):  # the 48-request default arrived in 0.4.6
             max_running = DEFAULT_MAX_RUNNING
             notes.append("Max running requests is reset to 48 for speculative decoding (SGLang's default).")
         if draft_weights_gib is not None:
@@ -209,11 +223,12 @@ def _resolve(
                     "pass --draft-weights-gib."
                 )
             draft_w = (total or 0) / shards / GIB
-    _, elem = kv_dtype(spec, model)
+    _, elem = kv_dtype(spec, model, parts)
     return _Inputs(
         spec=spec,
         model=model,
         family=family,
+        parts=parts,
         defaults=defaults,
         mfs=mfs,
         p=p,
@@ -226,7 +241,7 @@ def _resolve(
         dp=attention_dp(spec),
         ctx=spec.context_length or model.context_length,
         page=spec.page_size or _default_page_size(spec),
-        layout=kv_layout(spec, model, family, elem),
+        layout=kv_layout(spec, model, family, elem, parts, gpu.name),
         shape=state_shape(spec, model),
         draft_layers=draft_kv_layers(model, sd, draft_model),
     )
@@ -249,7 +264,7 @@ def _compute(
     x = _resolve(
         spec, model, gpu, family, version, free_gib, weights_gib, draft_weights_gib, draft_model, notes
     )
-    mm_reserve = 100 / 1024 if family == "0.5.23" and model.is_multimodal and not spec.language_only else 0.0
+    mm_reserve = 100 / 1024 if family == "0.5.23" and multimodal_enabled(spec, model) else 0.0
     report = FitReport(
         sglang_version=version,
         family=family,
@@ -270,7 +285,7 @@ def _compute(
         rest_gib=x.available - x.slack_budget - mm_reserve,
         kv_pool_gib=0.0,
         kv_cell_bytes=round(x.layout.cell_bytes),
-        kv_cache_dtype=kv_dtype(spec, model)[0],
+        kv_cache_dtype=kv_dtype(spec, model, version_tuple(version))[0],
         page_size=x.page,
         max_total_num_tokens=0,
         max_running_requests=0,
@@ -290,7 +305,7 @@ def _compute(
         dtype=model_dtype(spec, model),
     )
     try:
-        _size_pools(report, x)
+        refused = _size_pools(report, x)
     except PredictedError as failure:
         report.error = failure.text
         return report
@@ -299,7 +314,13 @@ def _compute(
         slack -= x.draft_w  # old releases load the draft after the pools, out of the slack
     report.slack_gib = slack
     report.predicted_log["memory_pool_end_avail_gib"] = round(x.slack_budget - report.req_to_token_gib, 2)
-    if slack < 0:
+    if refused is not None:
+        report.error = refused
+        report.notes.append(
+            "SGLang refuses these arguments before loading anything; the pool figures are what it would "
+            "allocate once the refusal is lifted."
+        )
+    elif slack < 0:
         report.error = fit_errors.CUDA_OOM
     elif slack < TIGHT_SHARE * report.activation_estimate_gib:
         report.verdict = "tight"
@@ -325,13 +346,18 @@ def _page_floor(tokens: int, page: int) -> int:
     return tokens // page * page
 
 
-def _size_pools(report: FitReport, x: _Inputs) -> None:
+def _size_pools(report: FitReport, x: _Inputs) -> str | None:
     """The part of startup that can raise, in SGLang's order: config checks, the Mamba state, the
-    budget check, the KV pool, max_running_requests."""
+    budget check, the KV pool, max_running_requests.
+
+    Returns the error of an argument-time refusal that does not depend on memory (a --context-length
+    above the config's), after sizing the pools anyway: the figures stay useful, and a config whose
+    context length SGLang derives differently (or an env override) does not hide them."""
     spec, model, family = x.spec, x.model, x.family
     # argument-time checks (ServerArgs / ModelConfig), before any GPU work
+    refused = None
     if x.ctx > model.context_length:
-        raise PredictedError(fit_errors.context_too_long(x.ctx, model.context_length))
+        refused = fit_errors.context_too_long(x.ctx, model.context_length)
     b = MambaBudget(rest=report.rest_gib, radix_disabled=spec.disable_radix_cache)
     if x.shape is not None:
         resolve_strategy(
@@ -341,6 +367,7 @@ def _size_pools(report: FitReport, x: _Inputs) -> None:
             speculative=x.sd is not None,
             arch=model.architecture,
             extra_buffer_ok=model.is_gdn_hybrid,
+            parts=x.parts,
         )
         if b.strategy == "no_buffer" and not b.radix_disabled:
             report.page_size = 1  # no_buffer with the radix cache forces page 1
@@ -355,6 +382,7 @@ def _size_pools(report: FitReport, x: _Inputs) -> None:
             b,
             spec,
             family,
+            parts=x.parts,
             slot=x.shape.slot_bytes,
             draft_tokens=draft_tokens,
             max_running=x.max_running,
@@ -376,7 +404,8 @@ def _size_pools(report: FitReport, x: _Inputs) -> None:
     rest_bytes = int(b.rest * GIB)
     tokens = _page_floor(int(rest_bytes // cell), page) if rest_bytes > 0 else 0
     if tokens <= 0:
-        raise PredictedError(fit_errors.not_enough_memory(family, x.mfs))
+        raise PredictedError(fit_errors.not_enough_memory(defaults_family(family, x.parts), x.mfs))
+    tokens = _page_floor(_with_speculative_headroom(tokens, x), page)
     if spec.max_total_tokens is not None:
         if spec.max_total_tokens > tokens:
             report.notes.append(
@@ -431,6 +460,24 @@ def _size_pools(report: FitReport, x: _Inputs) -> None:
                 "(speculative decoding on a hybrid linear-attention model)."
             )
     _predict_log(report, x, b)
+    return refused
+
+
+def _with_speculative_headroom(tokens: int, x: _Inputs) -> int:
+    """0.4.1 to 0.5.6 grow an EAGLE target's pool past the profiled size (init_memory_pool: "both
+    verify and draft tokens can be concurrently allocated, so we should give a headroom"): by
+    requests x steps + 100 up to 0.4.3, then by requests x (steps x topk + draft tokens) + 100. The
+    requests are --max-running-requests (48 under EAGLE from 0.4.6), else SGLang's estimate."""
+    sd = x.sd
+    if sd is None or sd.algorithm == "NGRAM" or not (0, 4, 1) <= x.parts < (0, 5, 7):
+        return tokens
+    user = x.spec.max_running_requests
+    if user is None and x.parts >= (0, 4, 6):
+        user = x.max_running
+    requests = user if user is not None else max(min(int(tokens / x.ctx * 512), 4096), 2048)
+    if x.parts < (0, 4, 4):
+        return tokens + requests * sd.steps + 100
+    return tokens + requests * (sd.steps * sd.topk + sd.draft_tokens) + 100
 
 
 def _mamba_pool(x: _Inputs, b: MambaBudget, mrr: int) -> MambaPool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sgtui.core.errors import UserError
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.flags import version_family as flag_version_family
-from sgtui.core.model import PIECEWISE_DISABLED_ARCHS, ModelFacts
+from sgtui.core.model import MULTIMODAL_OFF_BY_DEFAULT, PIECEWISE_DISABLED_ARCHS, ModelFacts
 
 FAMILIES = ("0.5.9", "0.5.11", "0.5.23")
 
@@ -56,6 +56,13 @@ class Defaults:
     mem_fraction_static_auto: float
 
 
+def defaults_family(family: str, parts: tuple[int, int, int]) -> str:
+    """The family whose default-setting rules a version follows: 0.5.10 already has 0.5.11's
+    handle_gpu_memory_settings (prefill graph on by default, +4 GiB for EAGLE) and its error texts,
+    though its flag table is the 0.5.9 family's."""
+    return "0.5.11" if family == "0.5.9" and parts >= (0, 5, 10) else family
+
+
 def _tier(gpu_mib: int, tp: int, family: str) -> tuple[int, int]:
     if gpu_mib < 20 * 1024:
         return 2048, 8
@@ -93,6 +100,23 @@ BREAKABLE_OK_MULTIMODAL = frozenset(
 )
 
 
+def multimodal_enabled(spec: LaunchSpec, model: ModelFacts) -> bool:
+    """Whether SGLang serves this model as multimodal: a VLM architecture, not --language-only, and
+    for Gemma3/Llama4/Step3-VL only with --enable-multimodal."""
+    if not model.is_multimodal or spec.language_only:
+        return False
+    return model.architecture not in MULTIMODAL_OFF_BY_DEFAULT or bool(spec.values.get("--enable-multimodal"))
+
+
+def runtime_multimodal_factor(spec: LaunchSpec, model: ModelFacts, parts: tuple[int, int, int]) -> float:
+    """0.4.0 to 0.4.8 shrink every multimodal launch's fraction in ModelRunner, a set one too
+    ("Automatically reduce --mem-fraction-static to X because this is a multimodal model"): x0.95
+    up to 0.4.5, x0.90 from 0.4.6. 0.4.9 dropped it; 0.4.10 adjusts only the automatic value."""
+    if not (0, 4, 0) <= parts < (0, 4, 9) or not multimodal_enabled(spec, model):
+        return 1.0
+    return 0.95 if parts < (0, 4, 6) else 0.90
+
+
 def prefill_graph_enabled(spec: LaunchSpec, model: ModelFacts, family: str) -> bool:
     """Whether the prefill CUDA graph is captured (and so reserved for in the automatic mfs).
 
@@ -104,7 +128,7 @@ def prefill_graph_enabled(spec: LaunchSpec, model: ModelFacts, family: str) -> b
         return spec.enable_piecewise_cuda_graph and not spec.disable_piecewise_cuda_graph
     if spec.disable_piecewise_cuda_graph:
         return False
-    multimodal = model.is_multimodal and not spec.language_only
+    multimodal = multimodal_enabled(spec, model)
     if family == "0.5.23":
         if spec.disable_cuda_graph or spec.pp_size > 1 or model.architecture.startswith("DeepseekV4"):
             return False
@@ -141,15 +165,24 @@ def _reserved_tier_mib(gpu_mib: int, parallel: int) -> float:
     return 32 * 1024
 
 
-def legacy_auto_mfs(spec: LaunchSpec, gpu_mib: int, parts: tuple[int, int, int]) -> float | None:
-    """SGLang's automatic mem-fraction-static before 0.5.3, when the per-GPU reservation formula of
-    fit_defaults.resolve_defaults arrived (None from 0.5.3 on).
+def post_release(version: str) -> int:
+    """N of a ".postN" release (0 otherwise): a few memory rules changed between post releases."""
+    match = re.search(r"\.post(\d+)", version)
+    return int(match.group(1)) if match else 0
 
-    Read from server_args.py of each era: 0.3.x/0.4.0-0.4.5 a fraction per TP size (0.83/0.82/0.81 at
-    TP 8); 0.4.6 the same up to 80 GiB, else all but 13 GiB; 0.4.7 the TP table, then 0.79 above
-    180,000 MiB, a 48 GiB-scaled bump capped at all-but-18 GiB above 96 GiB, or x0.95 with speculative
-    decoding; 0.4.8-0.5.2 a reservation per GPU class (+2 GiB EAGLE, +6 GiB STANDALONE from 0.5.2,
-    +4 GiB DP attention), rounded to 3 decimals."""
+
+def legacy_auto_mfs(spec: LaunchSpec, gpu_mib: int, version: str) -> float | None:
+    """SGLang's automatic mem-fraction-static before 0.5.3, when the per-GPU reservation formula of
+    resolve_defaults arrived (None from 0.5.3 on). Read from each era's server_args.py:
+
+    - 0.3.x to 0.4.5: a fraction per TP size (TP 8: 0.83 in 0.3.2, 0.82 in 0.3.6, 0.81 from 0.4.0);
+    - 0.4.6, 0.4.6.post1: that table up to 80 GiB cards, else all but 13 GiB;
+    - 0.4.6.post2 to .post5: the table (0.88 above 80 GiB), then above 96 GiB a 48 GiB-scaled bump
+      capped at all but 18 GiB;
+    - 0.4.7: the same, 0.79 above 180,000 MiB, all but 20 GiB (or x0.95) with speculative decoding;
+    - 0.4.7.post1 to 0.5.2: a reservation per GPU class (+2 GiB EAGLE, +6 GiB STANDALONE from 0.5.2,
+      +4 GiB DP attention), rounded to 3 decimals."""
+    parts, post = version_tuple(version), post_release(version)
     if parts >= (0, 5, 3):
         return None
     parallel = spec.tp_size * spec.pp_size
@@ -157,16 +190,17 @@ def legacy_auto_mfs(spec: LaunchSpec, gpu_mib: int, parts: tuple[int, int, int])
     if parts < (0, 4, 6):
         tp8 = 0.83 if parts < (0, 3, 6) else 0.82 if parts < (0, 4, 0) else 0.81
         return _tp_tier_mfs(spec.tp_size, tp8)
-    if parts < (0, 4, 7):
+    if parts == (0, 4, 6) and post < 2:
         return _tp_tier_mfs(spec.tp_size, 0.81) if gpu_mib <= 81920 else (gpu_mib - 13 * 1024) / gpu_mib
-    if parts < (0, 4, 8):
+    if parts == (0, 4, 6) or (parts == (0, 4, 7) and post == 0):
         mfs = _tp_tier_mfs(parallel, 0.81) if gpu_mib <= 81920 else 0.88
-        if gpu_mib > 180_000:
+        newer = parts == (0, 4, 7)
+        if newer and gpu_mib > 180_000:
             return 0.79
         if gpu_mib > 96 * 1024:
-            reserve = (20 if algo else 18) * 1024
+            reserve = (20 if newer and algo else 18) * 1024
             return min(mfs + 48 * 1024 * (1 - mfs) / gpu_mib, (gpu_mib - reserve) / gpu_mib)
-        return mfs * 0.95 if algo else mfs
+        return mfs * 0.95 if newer and algo else mfs
     reserved = _reserved_tier_mib(gpu_mib, parallel)
     if algo:
         reserved += 6 * 1024 if algo == "STANDALONE" and parts >= (0, 5, 2) else 2 * 1024
@@ -187,7 +221,10 @@ def resolve_defaults(
     spec: LaunchSpec, model: ModelFacts, gpu_mib: int, family: str, version: str | None = None
 ) -> Defaults:
     """The tier sizes and SGLang's automatic mem-fraction-static for this launch on this GPU
-    (`version`, when given, selects the pre-0.5.3 rules for the automatic fraction)."""
+    (`version`, when given, selects the pre-0.5.3 rules for the automatic fraction, and 0.5.10's
+    handle_gpu_memory_settings, which is 0.5.11's: the prefill graph on by default)."""
+    parts = version_tuple(version) if version else (0, 5, 9)
+    family = defaults_family(family, parts)
     chunk_default, bs_default = _tier(gpu_mib, spec.tp_size, family)
     chunk = spec.chunked_prefill_size if spec.chunked_prefill_size is not None else chunk_default
     max_bs = spec.cuda_graph_max_bs
@@ -221,12 +258,11 @@ def resolve_defaults(
         elif algo != "NGRAM":
             reserved += 2 * 1024 if family == "0.5.9" else 4 * 1024
     mfs = round((gpu_mib - reserved) / gpu_mib, 3)
-    parts = version_tuple(version) if version else (0, 5, 9)
-    legacy = legacy_auto_mfs(spec, gpu_mib, parts)
+    legacy = legacy_auto_mfs(spec, gpu_mib, version) if version else None
     if legacy is not None:
         mfs = legacy
     vlm_adjusted = parts >= (0, 4, 10)  # adjust_mem_fraction_for_vlm arrived in 0.4.10
-    if vlm_adjusted and model.is_multimodal and model.has_vision and not spec.language_only:
+    if vlm_adjusted and multimodal_enabled(spec, model) and model.has_vision:
         mfs = mfs * _vlm_factor(model)
     return Defaults(
         chunked_prefill_size=chunk,

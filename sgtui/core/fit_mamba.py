@@ -29,9 +29,17 @@ class MambaBudget:
 
 
 def resolve_strategy(
-    b: MambaBudget, spec: LaunchSpec, family: str, *, speculative: bool, arch: str, extra_buffer_ok: bool
+    b: MambaBudget,
+    spec: LaunchSpec,
+    family: str,
+    *,
+    speculative: bool,
+    arch: str,
+    extra_buffer_ok: bool,
+    parts: tuple[int, int, int] = (0, 5, 9),
 ) -> None:
-    """The strategy, the radix-cache rules, and the slots each running request holds."""
+    """The strategy, the radix-cache rules, and the slots each running request holds (before 0.5.9
+    speculative decoding left the radix cache alone on GDN hybrids)."""
     strategy = (spec.mamba_strategy or "auto").lower()
     b.overlap = not spec.disable_overlap_schedule
     if strategy == "auto":
@@ -41,7 +49,7 @@ def resolve_strategy(
     if strategy.startswith("extra_buffer") and b.radix_disabled and family != "0.5.23":
         raise fit_errors.PredictedError(fit_errors.extra_buffer_without_radix())
     if strategy == "no_buffer" and not b.radix_disabled:
-        if speculative and family == "0.5.9":
+        if speculative and family == "0.5.9" and parts >= (0, 5, 9):
             b.radix_disabled = True  # "Disabling radix cache since speculative decoding ... not supported"
         elif speculative and family == "0.5.11":
             raise fit_errors.PredictedError(fit_errors.radix_conflict(arch))
@@ -65,6 +73,7 @@ def take_state(
     spec: LaunchSpec,
     family: str,
     *,
+    parts: tuple[int, int, int] = (0, 5, 9),
     slot: int,
     draft_tokens: int | None,
     max_running: int | None,
@@ -74,6 +83,9 @@ def take_state(
     r = spec.mamba_full_memory_ratio
     d = draft_tokens or 0
     speculative = draft_tokens is not None and max_running is not None
+    if parts < (0, 5, 9):
+        _take_state_before_059(b, spec, parts, slot=slot, d=d, max_running=max_running, dp=dp)
+        return
     if family != "0.5.23":
         if speculative:
             assert max_running is not None
@@ -111,3 +123,54 @@ def take_state(
     if b.k <= 0:
         raise fit_errors.PredictedError(fit_errors.mamba_cache_too_small(b.k, b.rest, slot))
     b.rest -= (b.k + 1) * slot / GIB  # the pool pads one slot
+
+
+# The default state-pool size while the radix cache was off for hybrid models (0.5.2 to 0.5.8).
+LEGACY_MAMBA_SLOTS = 512
+
+
+def _take_state_before_059(
+    b: MambaBudget,
+    spec: LaunchSpec,
+    parts: tuple[int, int, int],
+    *,
+    slot: int,
+    d: int,
+    max_running: int | None,
+    dp: int,
+) -> None:
+    """The state pool as 0.5.2 to 0.5.8 sized it (model_runner.handle_max_mamba_cache of each).
+
+    0.5.2-0.5.3: Qwen3-Next runs without the radix cache, K = --max-mamba-cache-size, else
+    --max-running-requests, else 512. 0.5.4-0.5.6: without the radix cache the same; with it the
+    ratio split, and each slot carries D speculative copies (K = share // (slot x (1+D))). 0.5.7-0.5.8:
+    the 0.5.9 rule (intermediate state first, then the split), except that an explicit K or a disabled
+    radix cache falls back to max_running_requests or 512."""
+    r = spec.mamba_full_memory_ratio
+    share_bytes = b.rest * r / (1 + r) * GIB
+    explicit = spec.max_mamba_cache_size
+    fallback = explicit if explicit is not None else (max_running or LEGACY_MAMBA_SLOTS)
+    if parts < (0, 5, 4):
+        b.radix_disabled = True  # "Hybrid GDN model detected, disable radix cache"
+        b.ratio = 1
+        b.k = fallback // dp
+        b.rest -= b.k * slot / GIB
+        return
+    if parts < (0, 5, 7):
+        if b.radix_disabled:
+            b.k = fallback
+        else:
+            b.k = int(share_bytes // slot // (1 + d))
+        b.k //= dp
+        b.spec_state_gib = b.k * slot * d / GIB
+        b.rest -= b.k * slot * (1 + d) / GIB
+        return
+    if d and max_running is not None:
+        b.spec_state_gib = slot * (max_running // dp) * d / GIB
+        b.rest -= b.spec_state_gib
+        share_bytes = b.rest * r / (1 + r) * GIB
+    if b.radix_disabled or explicit is not None:
+        b.k = fallback // dp
+    else:
+        b.k = int(share_bytes // slot)
+    b.rest -= b.k * slot / GIB

@@ -67,11 +67,16 @@ def weight_bytes_on_gpu(spec: LaunchSpec, model: ModelFacts) -> tuple[int, bool]
     return int(total * embed_share + total * (1 - embed_share) * online / runtime), True
 
 
-def kv_dtype(spec: LaunchSpec, model: ModelFacts) -> tuple[str, float]:
-    """(name, bytes per element) of the KV cache: --kv-cache-dtype, else FP8 when the checkpoint says so."""
+def kv_dtype(
+    spec: LaunchSpec, model: ModelFacts, parts: tuple[int, int, int] = (0, 5, 9)
+) -> tuple[str, float]:
+    """(name, bytes per element) of the KV cache: --kv-cache-dtype, else FP8 when the checkpoint says so
+    (model_runner.init_memory_pool reads kv_cache_quant_algo from 0.5.3 on, older releases ignore it;
+    a compressed-tensors kv_cache_scheme counts only in the 0.5.23 family)."""
     chosen = (spec.kv_cache_dtype or "auto").lower()
     if chosen == "auto":
-        if (model.kv_cache_quant_algo or "").upper() == "FP8":
+        honoured = parts >= (0, 5, 18) if model.kv_cache_quant_from_scheme else parts >= (0, 5, 3)
+        if (model.kv_cache_quant_algo or "").upper() == "FP8" and honoured:
             return "fp8_e4m3", 1
         name = model_dtype(spec, model)
         return name, DTYPE_BYTES.get(name, 2)
@@ -115,14 +120,72 @@ class KvLayout:
     all_swa: bool = False
 
 
-def kv_layout(spec: LaunchSpec, model: ModelFacts, family: str, elem: float) -> KvLayout:
+def hybrid_swa_enabled(
+    spec: LaunchSpec, model: ModelFacts, family: str, parts: tuple[int, int, int] = (0, 5, 9)
+) -> bool:
+    """Whether this launch gets a separate sliding-window pool.
+
+    server_args / model_config per release: before 0.5.8 gpt-oss forces --disable-hybrid-swa-memory
+    and Llama4 needs --hybrid-kvcache-ratio (so neither splits by default); 0.5.8 turns it off for
+    gpt-oss under the trtllm_mha backend or speculative decoding, 0.5.9-0.5.10 under trtllm_mha only,
+    and 0.5.11 on keeps it; MiMo-V2 drops it under the hierarchical cache (0.5.7 on). Gemma2/3 never
+    split (is_hybrid_swa_model leaves them out)."""
+    if spec.disable_hybrid_swa_memory or not model.is_hybrid_swa(family):
+        return False
+    arch = model.architecture
+    if arch.startswith("MiMoV2") and spec.enable_hierarchical_cache:
+        return False  # "Disable hybrid SWA memory for MiMoV2FlashForCausalLM model with hierarchical cache"
+    gpt_oss = arch == "GptOssForCausalLM"
+    if parts < (0, 5, 8):
+        return not (gpt_oss or arch.startswith("Llama4"))
+    if gpt_oss and parts < (0, 5, 11):
+        trtllm = (spec.attention_backend or "").lower() == "trtllm_mha"
+        return not (trtllm or (parts < (0, 5, 9) and spec.speculative_algorithm))
+    return True
+
+
+# GPU presets whose SGLang default DSA backend keeps the raw MLA row for an FP8 KV cache: Blackwell
+# (trtllm) and AMD (triton); Hopper's flashmla_kv stores scales and a bf16 rope part beside it.
+_RAW_DSA_ROW_GPUS = ("B200", "B300", "GB200", "GB300", "RTX-PRO-6000", "RTX-5090", "MI")
+
+
+def _dsa_fp8_row_bytes(spec: LaunchSpec, model: ModelFacts, gpu_name: str) -> int | None:
+    """Bytes per layer of a DeepSeek-sparse-attention FP8 row as 0.5.23 prices it
+    (kv_cache_configurator.calculate_mla_kv_cache_dim): 512 fp8 + a fp32 scale per 128 + the rope part
+    in bf16 (656), unless the DSA backends keep the raw 576-byte row (trtllm, tilelang on both
+    sides, and the Blackwell and AMD defaults). None when the raw row applies."""
+    assert model.kv_lora_rank is not None and model.qk_rope_head_dim is not None
+    backends = {
+        str(spec.values.get(f"--dsa-{phase}-backend") or "").lower() for phase in ("prefill", "decode")
+    }
+    if "trtllm" in backends or backends == {"tilelang"}:
+        return None
+    if backends == {""} and gpu_name.upper().startswith(_RAW_DSA_ROW_GPUS):
+        return None
+    if gpu_name.upper().startswith("MI"):
+        return None  # on ROCm every DSA backend reads the raw row
+    rank = model.kv_lora_rank
+    return rank + rank // 128 * 4 + model.qk_rope_head_dim * 2
+
+
+def kv_layout(
+    spec: LaunchSpec,
+    model: ModelFacts,
+    family: str,
+    elem: float,
+    parts: tuple[int, int, int] = (0, 5, 9),
+    gpu_name: str = "",
+) -> KvLayout:
     """MHA/GQA heads per GPU (never below 1), MLA's latent, the SWA split, or only the full layers
-    of a GDN hybrid."""
+    of a GDN hybrid. `gpu_name` picks 0.5.23's default DSA backend (and so its FP8 row size)."""
     t = attention_tp(spec)
     if model.is_mla:
         assert model.kv_lora_rank is not None and model.qk_rope_head_dim is not None
         layers = _layers_per_stage(model.num_layers, spec.pp_size)
         dim = model.kv_lora_rank + model.qk_rope_head_dim
+        if model.dsa_index_head_dim and family == "0.5.23" and kv_dtype(spec, model, parts)[0] == "fp8_e4m3":
+            # 0.5.9 and 0.5.11 price the raw row whatever the pool stores; 0.5.23 prices what it stores
+            dim = _dsa_fp8_row_bytes(spec, model, gpu_name) or dim
         indexer = 0
         if model.dsa_index_head_dim:
             # uint8 index keys plus one fp32 scale per 128 values (pool_configurator._compute_cell_size)
@@ -136,7 +199,7 @@ def kv_layout(spec: LaunchSpec, model: ModelFacts, family: str, elem: float) -> 
         )
     kvh = max(1, model.num_kv_heads // t)
     k_bytes, v_bytes = kvh * model.head_dim * elem, kvh * model.v_head_dim * elem
-    if model.is_hybrid_swa(family) and not spec.disable_hybrid_swa_memory:
+    if hybrid_swa_enabled(spec, model, family, parts):
         n_full, n_swa = model.swa_layer_split()
         if n_swa > 0:
             swa_kvh = max(1, (model.swa_num_kv_heads or model.num_kv_heads) // t)

@@ -7,6 +7,7 @@ marketing one: an "80 GB" H100 reports 81559 MiB.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -15,7 +16,8 @@ from sgtui.core.errors import UserError
 # name -> MiB. Where each figure comes from:
 #   [brief]  the project's task brief (figures seen in real nvidia-smi output on those cards);
 #   [smi]    nvidia-smi tables in public repositories, found with the project's code search
-#            (e.g. "0MiB / 97871MiB" under "NVIDIA H20", "0MiB / 183359MiB" under "NVIDIA B200").
+#            (e.g. "0MiB / 97871MiB" under "NVIDIA H20", "0MiB / 183359MiB" under "NVIDIA B200");
+#   [log]    the only total consistent with an automatic mem_fraction_static in a real SGLang log.
 GPU_PRESETS: dict[str, int] = {
     "T4": 15360,  # [smi] Tesla T4
     "RTX-4080": 16376,  # [smi] NVIDIA GeForce RTX 4080 (also RTX 4070 Ti SUPER, RTX A4000)
@@ -34,6 +36,7 @@ GPU_PRESETS: dict[str, int] = {
     "RTX-PRO-6000": 97887,  # [brief] RTX PRO 6000 Blackwell
     "H200": 143771,  # [brief], also [smi] "NVIDIA H200 NVL (143771 MiB)"
     "B200": 183359,  # [smi] NVIDIA B200
+    "MI355X": 294912,  # [log] 288 GiB: SGLang 0.5.8's automatic 0.908 at TP 8 (27136 MiB kept back)
 }
 
 _ALIASES: dict[str, str] = {
@@ -114,18 +117,19 @@ def parse_gpu(text: str) -> GpuSpec:
     raise UserError(f"--gpu {text!r}: unknown GPU; use one of {presets}, or a size such as 49140MiB or 48GiB")
 
 
-# What CUDA, cuBLAS and NCCL hold before SGLang's baseline: a card's total minus the free memory at
-# "Load weight begin" falls in this band in real logs (an L4 at TP 4: 0.86 GiB; an H100 at TP 1:
-# about 0.5 GiB; a B200: 1.5 GiB).
+# What sits between a card's total and the free memory at "Load weight begin": CUDA, cuBLAS and NCCL
+# (an L4 at TP 4: 0.86 GiB; an H100 at TP 1: about 0.8 GiB; a B200: 1.5 GiB), plus whatever else holds
+# memory on the card (sgl-project/sglang#7495: 75.02 GiB free on an 80 GB H100).
 CONTEXT_MIN_GIB = 0.2
-CONTEXT_MAX_GIB = 2.5
+CONTEXT_MAX_GIB = 6.0
 CONTEXT_TYPICAL_GIB = 0.75
 
 
 def guess_gpu_from_free(free_gib: float) -> GpuSpec:
     """The GPU a measured baseline most likely came from: the smallest preset whose total leaves room
-    for the CUDA context, else free + a typical context. SGLang's automatic mem-fraction-static
-    depends on the card's total, so a close guess matters when the flags leave it automatic."""
+    for the CUDA context (and, within a few GiB, other holders), else free + a typical context.
+    SGLang's automatic mem-fraction-static depends on the card's total, so a close guess matters when
+    the flags leave it automatic."""
     fits = [
         (mib, name)
         for name, mib in GPU_PRESETS.items()
@@ -134,5 +138,5 @@ def guess_gpu_from_free(free_gib: float) -> GpuSpec:
     if fits:
         mib, name = min(fits)
         return GpuSpec(name=f"{name} (guessed from --free-gib)", mib=mib)
-    mib = int(-(-(free_gib + CONTEXT_TYPICAL_GIB) * 1024 // 1))
+    mib = math.ceil((free_gib + CONTEXT_TYPICAL_GIB) * 1024)
     return GpuSpec(name=f"{mib} MiB GPU (assumed from --free-gib)", mib=mib)

@@ -15,10 +15,11 @@ SERVER_ARGS_CAP = 65536
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
-# [2026-01-02 10:11:12.345 DP0 TP1] / [10:11:12 TP0] / [gpu=0] / [2025-03-08 12:29:04] / [12-16 14:27:08]
+# [2026-01-02 10:11:12.345 DP0 TP1] / [10:11:12 TP0] / [gpu=0] / [2025-03-08 12:29:04] / [12-16 14:27:08];
+# rank tags are any upper-case name and a number (TP, DP, EP, PP, ATTN_CP, MOE_DP today, more tomorrow).
 _SGLANG_PREFIX = re.compile(
     r"\[(?:((?:\d{4}-)?\d\d-\d\d) )?(\d\d:\d\d:\d\d(?:[.,]\d+)?)?"
-    r"((?: ?(?:(?:DP|PP|TP|EP|CP|ATTN_CP|ATTN_DP|MOE_DP|MOE_EP)\d+|gpu(?:_id)?=\d+))*)\] ?"
+    r"((?: ?(?:[A-Z][A-Z_]{0,11}\d+|gpu(?:_id)?=\d+))*)\] ?"
 )
 _CLOUD_SEVERITIES = (
     "DEFAULT ",
@@ -100,16 +101,28 @@ _JOURNALD = re.compile(
     r"[\w.-]+ [\w.@/-]+\[\d+\]: "
 )
 _MONTHS = ("Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ", "Dec ")
+# Python's logging format as wrappers and SGLANG_LOGGING_CONFIG set it up:
+# "2025-12-11 10:34:03,939 - sglang.srt.managers.scheduler - INFO - " (an offset like "+08:00" allowed).
+_PY_LOGGING = re.compile(
+    r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?: ?[+-]\d\d:?\d\d|Z)? - [\w.:-]+ - "
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) - "
+)
+# Docker Desktop's log view and `ts`-style stamping: "2025-02-04 21:29:17 " before the container's line.
+_PLAIN_STAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) ")
 # Ray's worker prefix (verl and other RL stacks run SGLang inside Ray actors): "(WorkerDict pid=616, ip=..) ".
 _RAY = re.compile(r"\([\w.:-]+ pid=\d+(?:, ip=[\w.:-]+)?\) ")
 
 
 def collector_prefix(line: str) -> tuple[str | None, str] | None:
     """(time or None, rest) for a line a log collector prefixed, else None: `name  | ` (docker compose),
-    `[pod/p/c] ` (kubectl --prefix), `Mon DD HH:MM:SS host ident[pid]: ` (journald), `(Actor pid=N) ` (Ray).
+    `[pod/p/c] ` (kubectl --prefix), `Mon DD HH:MM:SS host ident[pid]: ` (journald), `(Actor pid=N) ` (Ray),
+    `2025-12-11 10:34:03,939 - name - INFO - ` (Python logging), `2025-02-04 21:29:17 ` (Docker Desktop's
+    log view), `> ` (a Markdown quote).
 
     Cheap for other lines: one or two character tests before any regex."""
     first = line[:1]
+    if first == ">":  # pasted from a Markdown quote
+        return None, line[2:] if line.startswith("> ") else line[1:]
     if first == "(":
         m = _RAY.match(line)
         return (None, line[m.end() :]) if m else None
@@ -120,6 +133,14 @@ def collector_prefix(line: str) -> tuple[str | None, str] | None:
         return None
     if not first.isalnum():
         return None
+    if first.isdigit():
+        if " - " in line[:48]:
+            m = _PY_LOGGING.match(line)
+            if m is not None:
+                return m.group(1), line[m.end() :]
+        m = _PLAIN_STAMP.match(line)
+        if m is not None:
+            return m.group(1), line[m.end() :]
     if line.startswith(_MONTHS) or "]: " in line[:120]:
         m = _JOURNALD.match(line)
         if m is not None:

@@ -29,10 +29,17 @@ MAMBA = re.compile(
     r"(?:,? intermediate_ssm_state_cache size: " + _NUM + r" ?GB,? intermediate_conv_window_cache size: "
     r"" + _NUM + r" ?GB)?"
 )
+# "#tokens" is missing in 0.4.x ("KV Cache is allocated. K size: 1.42 GB, V size: 1.42 GB.").
 KV_CACHE = re.compile(
-    r"(?:(\w+) )?KV Cache (?:is allocated|VA upper bound)\. (?:dtype: ([\w.]+), )?#tokens: (\d+), "
+    r"(?:(\w+) )?KV Cache (?:is allocated|VA upper bound)\. (?:dtype: ([\w.]+), )?(?:#tokens: (\d+), )?"
     r"(?:K size: " + _NUM + r" GB, V size: " + _NUM + r" GB|KV size: " + _NUM + r" GB)"
 )
+# 0.5.23 with post-capture KV sizing: the pool's real size, after a "KV Cache VA upper bound" line.
+POST_CAPTURE_KV = re.compile(r"KV cache allocated\. (?:dtype: ([\w.]+), )?#tokens: (\d+), KV size: " + _NUM)
+# "Capture cuda graph failed: ", "Capture prefill CUDA graph failed: ", "Capture single-CG draft extend
+# failed: " (0.5.23), "Capture CPU graph failed: "; not the "... graph capture failed for key=..; falling
+# back" warnings of optional graphs.
+CAPTURE_FAILED = re.compile(r"\bCapture [^:]{0,60}? failed: ")
 GRAPH_LABEL = re.compile(r"Capture (?:(.+?) )?(?:cuda|CUDA) graph (?:begin|end)")
 GRAPH_BS = re.compile(r"(?:Capture cuda graph bs|bs=)\s*\[([\d,\s]*)\]")
 SUMMARY_PAIR = re.compile(r"(\w+)=" + _NUM)
@@ -73,6 +80,7 @@ SERVER_ARG_FACTS = {
     "max_total_tokens": "max_total_tokens_arg",
     "chunked_prefill_size": "chunked_prefill_size",
     "cuda_graph_max_bs": "cuda_graph_max_bs",
+    "cuda_graph_max_bs_decode": "cuda_graph_max_bs",  # 0.5.23
     "page_size": "page_size",
     "kv_cache_dtype": "kv_cache_dtype",
     "dtype": "dtype",
@@ -152,9 +160,10 @@ def num(text: str | None) -> float | int | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _find_key(text: str, key: str) -> int:
-    """Index just past `key=` where key is a whole field name (not the tail of another), or -1."""
-    needle = key + "="
+def _find_key(text: str, key: str, as_dict: bool = False) -> int:
+    """Index just past `key=` (or `'key': ` in a dict dump) where key is a whole field name (not the tail
+    of another), or -1."""
+    needle = f"'{key}': " if as_dict else key + "="
     start = 0
     while True:
         idx = text.find(needle, start)
@@ -179,7 +188,7 @@ def _value_at(text: str, pos: int) -> str | None:
                 return text[pos + 1 : end]
             end += 1
     end = pos
-    while end < len(text) and text[end] not in ",)":
+    while end < len(text) and text[end] not in ",)}":
         end += 1
     token = text[pos:end].strip()
     if end >= len(text) and not token.replace(".", "").isalnum():
@@ -188,10 +197,12 @@ def _value_at(text: str, pos: int) -> str | None:
 
 
 def parse_server_args(text: str) -> dict[str, Any]:
-    """The memory-relevant fields of a `server_args=ServerArgs(...)` dump (str.find, no backtracking)."""
+    """The memory-relevant fields of a `server_args=ServerArgs(...)` dump, or of 0.5.23's
+    `server_args={'model_path': ..., ...}` dict (str.find, no backtracking)."""
     facts: dict[str, Any] = {}
+    as_dict = text.find("server_args={", 0, 256) >= 0
     for key, fact in SERVER_ARG_FACTS.items():
-        pos = _find_key(text, key)
+        pos = _find_key(text, key, as_dict)
         if pos < 0:
             continue
         raw = _value_at(text, pos)
@@ -317,6 +328,10 @@ _NOT_ENOUGH = re.compile(
     r"(?:\.? ?Current value: (?:self\.server_args\.)?mem_fraction_static=" + _NUM + ")?"
 )
 _LEAVE_NO = re.compile(r"leave no GPU memory for the KV cache under --mem-fraction-static=" + _NUM)
+_UNBALANCED = re.compile(
+    r"(min_per_gpu_memory|local_gpu_memory|pre_model_load_memory)=" + _NUM + r"(?=,|$|\s)"
+)
+_OTHER_DEVICE = re.compile(r"\b(?:NPU|HIP|XPU|MUSA) out of memory")  # Ascend, ROCm, Intel, Moore Threads
 _OOM_ALLOC = re.compile(r"Tried to allocate " + _NUM + r" ?([GMK]iB)")
 _OOM_TOTAL = re.compile(r"total capacity of " + _NUM + r" ?GiB of which " + _NUM + r" ?([GMK]iB) is free")
 _ARCH = re.compile(
@@ -351,9 +366,7 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     "weak" (only counts when something died), "generic" (an exception of no known class), "death" (a
     process died; the cause is elsewhere).
     """
-    if "graph failed" in body and (
-        "Capture cuda graph failed" in body or "Capture CUDA graph failed" in body
-    ):
+    if " failed: " in body and "Capture " in body and CAPTURE_FAILED.search(body):
         oom = "out of memory" in body
         return "cuda_graph_failed", "fatal", {"oom": oom, **(oom_values(body) if oom else {})}
     if "memory" in body:
@@ -367,8 +380,12 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         if "Not enough GPU memory for hybrid" in body:
             return "not_enough_memory", "fatal", {"pool": "mamba"}
         if "memory capacity is unbalanced" in body:
-            return "memory_unbalanced", "fatal", {}
-        if "out of memory" in body and ("CUDA" in body or "cuda" in body):
+            # Raised (ValueError) up to 0.5.x; only a warning by default since (the launch goes on), so
+            # the logged form counts only when the launch dies.
+            values = {k: num(v) for k, v in _UNBALANCED.findall(body)}
+            raised = "Error: The memory capacity" in body
+            return "memory_unbalanced", "fatal" if raised else "weak", values
+        if "out of memory" in body and ("CUDA" in body or "cuda" in body or _OTHER_DEVICE.search(body)):
             return "cuda_oom", "cause", oom_values(body)
     if "Raise --mem-fraction-static above" in body:
         return "not_enough_memory", "fatal", {}
@@ -425,7 +442,9 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         if code == -9:
             return "oom_killed", "cause", {"exit_code": code, "rank": int(m.group(1)) if m else None}
         return None, "death", {"exit_code": code}
-    if " hit an exception" in body or "Initialization failed" in body:
+    if " hit an exception" in body:
+        return None, "death", {"exception": True}
+    if "Initialization failed" in body:
         return None, "death", {}
     if "other ranks th" in body and "finish the model loading" in body:
         # "TP rank 1 could finish the model loading, but there are other ranks that didn't": a peer (often on

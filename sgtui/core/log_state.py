@@ -78,6 +78,9 @@ MILESTONE_PHASE = {
     "ready": "ready",
 }
 
+# A note: SGLang was told to stop (SIGTERM, Ctrl+C); what dies after that is the shutdown, not a failure.
+STOPPED = "stopped_on_request"
+
 # When two causes are in one log, the one earlier here is the root: an OOM explains a later NCCL timeout,
 # a bind error explains the warm-up's connection refused.
 CAUSE_PRIORITY = (
@@ -178,6 +181,8 @@ def parse_seconds(time_text: str | None) -> float | None:
     if not time_text:
         return None
     text = time_text.replace("T", " ").rstrip("Z")
+    if text[2:3] == "-" and text[5:6] == " ":
+        text = "2000-" + text  # "[12-16 14:27:08]" has no year; any leap year orders one log's lines
     try:
         if len(text) > 10 and text[4] == "-":
             date, _, clock = text.partition(" ")
@@ -262,10 +267,16 @@ def resolve_error(state: StartupState) -> ErrorInfo | None:
     ready = state.milestones.get("ready")
     # A CUDA OOM or NCCL error the server survived (it still became ready) is not the failure.
     causes = [s for s in signals if s.strength == "cause" and (deaths or ready is None)]
-    dead = bool(deaths or fatal or (state.exited and state.exit_code not in (None, 0)))
+    crashed_exit = state.exited and state.exit_code not in (None, 0) and STOPPED not in state.notes
+    dead = bool(deaths or fatal or crashed_exit)
     if not dead and not causes:
         return None
     specific = fatal + causes + ([s for s in signals if s.strength == "weak"] if dead else [])
+    # A SIGKILL after an exception line or a sigquit is SGLang tearing its own tree down, not the OOM killer.
+    marks = [s.order for s in signals if s.strength == "generic" or s.values.get("sigquit")]
+    if marks:
+        teardown_from = min(marks)
+        specific = [s for s in specific if s.error_class != "oom_killed" or s.order < teardown_from]
     chosen: Signal | None = None
     if specific:
         rank = {name: i for i, name in enumerate(CAUSE_PRIORITY)}

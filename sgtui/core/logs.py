@@ -9,6 +9,7 @@ few substring tests.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from sgtui.core.log_state import (
     MILESTONE_PHASE,
     PHASE_LABELS,
     PHASES,
+    STOPPED,
     ErrorInfo,
     LogEvent,
     Milestone,
@@ -80,8 +82,12 @@ class LogClassifier:
         self._last_milestone_line = 0
         self._last_generic: tuple[int, str | None] | None = None
         self._batches_seen = False
+        self._last_message_line = 0  # the last line that said what went wrong (not just that something died)
         self._after_frame = False  # the line after `File "..."` is that frame's source code, not a message
         self._last_frame = ""
+        self._last_source = ""
+        self._trace_frames = 0  # frames of the open traceback, and whether one is SGLang's own code
+        self._trace_in_sglang = False
         self._load_ends: dict[str, int] = {}
         self._last_progress: tuple[Any, ...] | None = None
         self._awaiting_first_answer = False
@@ -125,7 +131,8 @@ class LogClassifier:
         self.state.exited = True
         self.state.exit_code = returncode
         previous = self.state.phase
-        if self.state.error is not None or returncode not in (None, 0):
+        stopped = STOPPED in self.state.notes
+        if self.state.error is not None or (returncode not in (None, 0) and not stopped):
             self.state.phase = "failed"
         else:
             self.state.phase = "exited"
@@ -139,14 +146,16 @@ class LogClassifier:
         out: list[LogEvent] = [] if events is None else events
         state = self.state
         trace = self._open_trace
-        if trace is not None and self._last_frame and (self._last_generic or (0,))[0] < trace[0]:
+        if trace is not None and self._last_frame and self._last_message_line < trace[0]:
             state.notes.add(TRACE_CUT)  # "the child's traceback is right there, cut before its last line"
             state.facts.setdefault("last_traceback_frame", self._last_frame)
         if state.error is not None or "ready" in state.milestones or ANSWERED in state.notes:
             return out
         generic = self._last_generic
+        if trace is not None and self._trace_frames and not self._trace_in_sglang:
+            return out  # a library's own traceback (multiprocessing's resource tracker at exit, say)
         if trace is not None:
-            if generic is None or generic[0] < trace[0]:
+            if self._last_message_line < trace[0]:
                 text = "Traceback (most recent call last): the log ends before the exception's own line"
                 values = {"cut": True, "last_frame": self._last_frame or None}
                 self._signal((None, "generic", values), trace[0], trace[1], (), text, out)
@@ -217,7 +226,7 @@ class LogClassifier:
             outer = None
             if first.isupper() or first.isdigit() or (first == "[" and line[11:12] == "T"):
                 outer = cloud_prefix(line)
-            if outer is None and first and (first.isalnum() or first in "(["):
+            if outer is None and first and (first.isalnum() or first in "([>"):
                 outer = collector_prefix(line)
             if outer is None:
                 break
@@ -239,6 +248,8 @@ class LogClassifier:
     ) -> None:
         self._ranks = ranks
         first = body[0]
+        if (first == "R" or first == "F") and body.startswith(("Receive: obj=", "Finish: obj=")):
+            return  # --log-requests: a client's prompt and output, which may say anything at all
         if first == "#":
             self._comment(body)
             return
@@ -248,16 +259,27 @@ class LogClassifier:
                 self._hint = hint
             self._after_frame = True
             self._last_frame = rules.frame_file(body)
+            self._trace_frames += 1
+            if "sglang/" in body and _SGLANG_FRAME.search(body):
+                self._trace_in_sglang = True
             return
         if self._after_frame:
             self._after_frame = False
             if first == " ":
+                self._last_source = body.strip()[:200]  # says what a bare `AssertionError` asserted
                 return  # `raise RuntimeError(f"NCCL error: {e}")` quoted from the source is no NCCL error
         if first == " " and body.lstrip(" ^~") == "":
             return  # Python 3.11's ^^^^ markers under that source line
+        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt"):
+            # "SIGTERM received. signum=15 ... Draining requests and shutting down..." (sgtui's own stop, a
+            # container stop) or Ctrl+C: the tracebacks and deaths of the shutdown that follows are expected.
+            self.state.notes.add(STOPPED)
+            return
         if "Traceback (most recent call last)" in body:
             self._hint = None
             self._open_trace = (n, time)
+            self._trace_frames = 0
+            self._trace_in_sglang = False
         if self._milestone_line(body, n, time, ranks, events):
             return
         if any(needle in body for needle in _PROGRESS_NEEDLES):
@@ -327,7 +349,7 @@ class LogClassifier:
             if m is None:
                 return False
             label, dtype, tokens, k_size, v_size, kv_size = m.groups()
-            values = {"tokens": int(tokens)}
+            values: dict[str, Any] = {"tokens": int(tokens)} if tokens else {}
             if label:
                 values["label"] = label
             if dtype:
@@ -338,14 +360,22 @@ class LogClassifier:
             else:
                 values["kv_size_gib"] = rules.num(kv_size)
             if label == "SWA":
-                self._fact("swa_kv_tokens", values["tokens"], _FROM_RUNTIME)
+                self._fact("swa_kv_tokens", values.get("tokens"), _FROM_RUNTIME)
             else:
-                self._fact("kv_tokens", values["tokens"], _FROM_RUNTIME)
+                self._fact("kv_tokens", values.get("tokens"), _FROM_RUNTIME)
                 self._fact("k_size_gib", values.get("k_size_gib"), _FROM_RUNTIME)
                 self._fact("v_size_gib", values.get("v_size_gib"), _FROM_RUNTIME)
                 self._fact("kv_size_gib", values.get("kv_size_gib"), _FROM_RUNTIME)
                 self._fact("kv_cache_dtype", dtype, _FROM_RUNTIME)
             self._milestone("kv_cache_allocated", n, time, ranks, values, body, events)
+            return True
+        if "Post-capture KV sizing: KV cache allocated" in body:
+            m = rules.POST_CAPTURE_KV.search(body)
+            if m is not None:  # the real pool, replacing the upper bound the KV line gave
+                self._fact("kv_tokens", int(m.group(2)), _FROM_SUMMARY)
+                self._fact("kv_size_gib", rules.num(m.group(3)), _FROM_SUMMARY)
+                for upper_bound in ("k_size_gib", "v_size_gib"):
+                    self.state.facts.pop(upper_bound, None)
             return True
         if "Mamba Cache is allocated" in body:
             m = rules.MAMBA.search(body)
@@ -590,13 +620,19 @@ class LogClassifier:
     ) -> None:
         error_class, strength, values = found
         state = self.state
+        if STOPPED in state.notes and strength in ("death", "generic", "weak"):
+            return  # the shutdown someone asked for
         if strength == "generic":
             self._last_generic = (n, time)
+            if not values.get("message") and self._last_source:  # a bare "AssertionError"
+                values = {**values, "source": self._last_source, "frame": self._last_frame or None}
+        if strength != "death":
+            self._last_message_line = n
         phase = self._hint if self._hint in PHASES else state.reached
         if strength == "generic":
             if phase == "capturing_graphs":
                 error_class = "cuda_graph_failed"
-            elif self._hint == "arguments":
+            elif self._hint == "arguments" or _names_a_flag_conflict(values.get("message", "")):
                 error_class = "incompatible_flags"
         if error_class == "not_enough_memory" and "mem_fraction_static" in values:
             self._fact("mem_fraction_static", values["mem_fraction_static"], _FROM_ERROR)
@@ -616,6 +652,26 @@ class LogClassifier:
         if state.phase != "failed" and state.error is not None:
             state.phase = "failed"
             events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
+
+
+# A frame in SGLang's own code (not merely under a conda env that happens to be called "sglang").
+_SGLANG_FRAME = re.compile(r"(?:-packages|python|\.\.\.)/sglang/|sglang/srt/")
+
+_CONFLICT_WORDS = (
+    "incompatible with",
+    "not compatible with",
+    "cannot be used with",
+    "cannot be used together",
+    "not supported with",
+    "cannot be enabled together",
+    "mutually exclusive",
+)
+
+
+def _names_a_flag_conflict(message: str) -> bool:
+    """SGLang's argument checks raise plain ValueErrors ("--x is incompatible with speculative decoding
+    (--speculative-algorithm EAGLE)"); a frameless paste of one still names a flag and a conflict."""
+    return "--" in message and any(word in message for word in _CONFLICT_WORDS)
 
 
 def _is_rank_zero(ranks: tuple[str, ...]) -> bool:
@@ -662,7 +718,7 @@ class LogAnalysis:
         """ready | failed | starting (a launch is visible, not finished) | unknown (no launch start seen)."""
         if self.state.error is not None:
             return "failed"
-        if self.state.exited and self.state.exit_code not in (None, 0):
+        if self.state.exited and self.state.exit_code not in (None, 0) and STOPPED not in self.state.notes:
             return "failed"
         if "ready" in self.state.milestones or ANSWERED in self.state.notes:
             return "ready"
@@ -704,6 +760,8 @@ def _newest_first(lines: list[str]) -> bool:
 def classify_text(text: str) -> LogAnalysis:
     """Classify a whole log. Newest-first exports are read oldest-first, keeping the file's line numbers."""
     classifier = LogClassifier()
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark from an editor that saved the paste
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

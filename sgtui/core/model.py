@@ -134,6 +134,12 @@ MULTIMODAL_ARCHS = frozenset(
     }
 )
 
+# Multimodal wrappers SGLang serves text-only unless --enable-multimodal is given (model_config.py
+# mm_disabled_models, 0.4.8 to 0.5.23): no VLM memory adjustment, no multimodal reserve for them.
+MULTIMODAL_OFF_BY_DEFAULT = frozenset(
+    {"Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration", "Step3VLForConditionalGeneration"}
+)
+
 # configs/model_config.py is_deepseek_nsa: these architectures with index_topk use DeepSeek sparse attention.
 DSA_ARCHS = frozenset(
     {
@@ -233,6 +239,9 @@ class ModelFacts:
     # Quantization as the checkpoint declares it.
     quant_method: str | None = None
     kv_cache_quant_algo: str | None = None
+    # compressed-tensors declares an FP8 KV cache as kv_cache_scheme, which SGLang honours only in the
+    # 0.5.23 family (CompressedTensorsConfig.kv_cache_quant_algo); 0.5.11 keeps the model dtype.
+    kv_cache_quant_from_scheme: bool = False
     # Vision tower (multimodal wrappers).
     has_vision: bool = False
     vision_layers: int = 0
@@ -317,13 +326,61 @@ def _opt_int(cfg: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+# Fields that transformers' config classes fill in when a config.json leaves them out, for the model
+# types whose published configs rely on it (google/gemma-3-4b-it's text_config has no head counts;
+# gemma-3-12b's has no head_dim, which is 256 there, not hidden/heads = 240).
+MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+        "vocab_size": 262208,
+    },
+    "gemma2": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256},
+}
+
+# The names other config families use for the shapes SGLang reads through transformers' attribute
+# maps (ChatGLM's num_layers/multi_query_group_num/kv_channels, GPT-style n_layer/n_head/n_embd)
+# and ModelConfig.get_total_num_kv_heads's list (Falcon n_head_kv/num_kv_heads, Step3).
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "num_attention_heads": ("num_attention_heads", "n_head", "n_heads"),
+    "num_key_value_heads": (
+        "n_head_kv",
+        "num_kv_heads",
+        "num_key_value_heads",
+        "multi_query_group_num",
+        "num_attention_groups",
+    ),
+    "head_dim": ("head_dim", "kv_channels"),
+}
+
+
 def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    """SGLang reads shapes from hf_text_config: the nested text_config / llm_config of VLM wrappers."""
+    """SGLang reads shapes from hf_text_config: the nested text_config / llm_config of VLM wrappers,
+    with the defaults transformers would apply for fields the file leaves out."""
+    text = cfg
     for key in ("text_config", "llm_config", "language_config"):
         sub = cfg.get(key)
-        if isinstance(sub, dict) and "num_hidden_layers" in sub:
-            return sub
-    return cfg
+        if isinstance(sub, dict) and any(k in sub for k in _ALIASES["num_hidden_layers"]):
+            text = sub
+            break
+    model_type = str(text.get("model_type") or "")
+    if not model_type and cfg.get("model_type") == "gemma3" and text is not cfg:
+        model_type = "gemma3_text"
+    defaults = MODEL_TYPE_DEFAULTS.get(model_type)
+    return {**defaults, **text} if defaults else text
+
+
+def _field(text: dict[str, Any], name: str) -> Any:
+    """The first of a shape's known names that the config sets."""
+    for key in _ALIASES.get(name, (name,)):
+        value = text.get(key)
+        if value is not None:
+            return value
+    return None
 
 
 def _dtype_name(value: Any) -> str:
@@ -348,15 +405,18 @@ def context_length_of(text: dict[str, Any]) -> int:
     return 2048
 
 
-def _quantization(cfg: dict[str, Any], text: dict[str, Any]) -> tuple[str | None, str | None]:
+def _quantization(cfg: dict[str, Any], text: dict[str, Any]) -> tuple[str | None, str | None, bool]:
+    """(method, kv_cache_quant_algo, whether that algo comes from a compressed-tensors kv_cache_scheme)."""
     qc = cfg.get("quantization_config") or text.get("quantization_config") or cfg.get("compression_config")
     if not isinstance(qc, dict):
-        return None, None
+        return None, None, False
     method = qc.get("quant_method") or qc.get("quant_algo")
     kv_algo = qc.get("kv_cache_quant_algo")
+    from_scheme = False
     if kv_algo is None and isinstance(qc.get("kv_cache_scheme"), dict):
         kv_algo = "FP8" if qc["kv_cache_scheme"].get("num_bits") == 8 else None
-    return (str(method).lower() if method else None), (str(kv_algo) if kv_algo else None)
+        from_scheme = kv_algo is not None
+    return (str(method).lower() if method else None), (str(kv_algo) if kv_algo else None), from_scheme
 
 
 def _linear_attention(
@@ -442,11 +502,14 @@ def model_facts_from_config(
     archs = cfg.get("architectures") or text.get("architectures") or []
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")
-    layers = _int(text, "num_hidden_layers", source)
-    hidden = _int(text, "hidden_size", source)
-    heads = _int(text, "num_attention_heads", source)
-    kv_heads = _opt_int(text, "num_key_value_heads") or heads
-    head_dim = _opt_int(text, "head_dim") or hidden // heads
+    shapes = {name: _field(text, name) for name in _ALIASES}
+    layers = _int(shapes, "num_hidden_layers", source)
+    hidden = _int(shapes, "hidden_size", source)
+    heads = _int(shapes, "num_attention_heads", source)
+    if heads <= 0 or layers <= 0 or hidden <= 0:
+        raise ModelError(f"{source}: layer, hidden and head counts must be positive integers")
+    kv_heads = 1 if text.get("multi_query") is True else (_opt_int(shapes, "num_key_value_heads") or heads)
+    head_dim = _opt_int(shapes, "head_dim") or hidden // heads
     v_head_dim = _opt_int(text, "v_head_dim") or head_dim
     kv_lora_rank = _opt_int(text, "kv_lora_rank")
     qk_rope = _opt_int(text, "qk_rope_head_dim")
@@ -463,7 +526,7 @@ def model_facts_from_config(
     )
     layer_types = text.get("layer_types")
     pattern = text.get("hybrid_layer_pattern")
-    quant_method, kv_algo = _quantization(cfg, text)
+    quant_method, kv_algo, kv_from_scheme = _quantization(cfg, text)
     vision = cfg.get("vision_config")
     has_vision = isinstance(vision, dict)
     vision = vision if isinstance(vision, dict) else {}
@@ -504,12 +567,23 @@ def model_facts_from_config(
         num_nextn_predict_layers=_opt_int(text, "num_nextn_predict_layers") or 0,
         quant_method=quant_method,
         kv_cache_quant_algo=kv_algo,
+        kv_cache_quant_from_scheme=kv_from_scheme,
         has_vision=has_vision,
-        vision_layers=(_opt_int(vision, "num_hidden_layers") or _opt_int(vision, "depth") or 0)
+        vision_layers=(
+            _opt_int(vision, "num_hidden_layers")
+            or _opt_int(vision, "depth")
+            or _opt_int(vision, "vt_num_hidden_layers")
+            or 0
+        )
         if has_vision
         else 0,
-        vision_hidden_size=(_opt_int(vision, "hidden_size") or 0) if has_vision else 0,
-        vision_num_hidden_layers=_opt_int(vision, "num_hidden_layers"),
+        # Kimi-K2.5's vision config names them vt_*; its config class exposes them under the usual
+        # names, which is what SGLang's VLM mem-fraction adjustment reads (a real log shows 27 x 1152).
+        vision_hidden_size=(_opt_int(vision, "hidden_size") or _opt_int(vision, "vt_hidden_size") or 0)
+        if has_vision
+        else 0,
+        vision_num_hidden_layers=_opt_int(vision, "num_hidden_layers")
+        or _opt_int(vision, "vt_num_hidden_layers"),
     )
     if weight_bytes is not None:
         return _replace(facts, weight_bytes=weight_bytes, weights_estimated=False)
@@ -679,6 +753,19 @@ def checkpoint_weight_bytes(folder: Path) -> int | None:
     return sum(safetensors_header_bytes(p) for p in shards)
 
 
+def _with_modelopt_quant(cfg: Any, folder: Path) -> Any:
+    """ModelOpt checkpoints (nvidia/*-FP8) describe their quantization, including an FP8 KV cache, in
+    hf_quant_config.json next to config.json; SGLang's ModelOpt config reads it from there."""
+    sidecar = folder / "hf_quant_config.json"
+    if not isinstance(cfg, dict) or cfg.get("quantization_config") or not sidecar.is_file():
+        return cfg
+    data = _read_json(sidecar)
+    quant = data.get("quantization") if isinstance(data, dict) else None
+    if not isinstance(quant, dict):
+        return cfg
+    return {**cfg, "quantization_config": {"quant_method": "modelopt", **quant}}
+
+
 def load_model_facts(path: str | Path) -> ModelFacts:
     """Model facts from a config.json or a model folder (which also gives the real weight bytes)."""
     p = Path(path).expanduser()
@@ -687,9 +774,12 @@ def load_model_facts(path: str | Path) -> ModelFacts:
         if not config.is_file():
             raise ModelError(f"{p}: no config.json in this folder; pass the model folder or its config.json")
         return model_facts_from_config(
-            _read_json(config), source=str(config), weight_bytes=checkpoint_weight_bytes(p)
+            _with_modelopt_quant(_read_json(config), p),
+            source=str(config),
+            weight_bytes=checkpoint_weight_bytes(p),
         )
     if not p.exists():
         raise ModelError(f"{p}: file not found; pass a config.json or a model folder")
     weight_bytes = checkpoint_weight_bytes(p.parent) if p.name == "config.json" else None
-    return model_facts_from_config(_read_json(p), source=str(p), weight_bytes=weight_bytes)
+    cfg = _with_modelopt_quant(_read_json(p), p.parent)
+    return model_facts_from_config(cfg, source=str(p), weight_bytes=weight_bytes)

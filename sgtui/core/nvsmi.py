@@ -70,7 +70,9 @@ class GpuProblem:
 _DRIVER_ERRORS = (
     "couldn't communicate with the nvidia driver",
     "nvidia-smi has failed",
+    "failed to initialize nvml",  # "...: Driver/library version mismatch", "...: Unknown Error" (containers)
     "driver/library version mismatch",
+    "couldn't find libnvidia-ml.so",
     "unable to determine the device handle",
 )
 
@@ -91,16 +93,32 @@ def classify_failure(text: str, rc: int | None = None) -> GpuProblem | None:
     return None
 
 
+def advice(problem: GpuProblem) -> str:
+    """What a user can do about a GPU problem, in one clause."""
+    low = problem.detail.lower()
+    if "version mismatch" in low:
+        return "the NVIDIA kernel module and the user-space driver differ (an upgrade without a reboot?)"
+    if problem.state is GpuState.NO_NVIDIA_SMI:
+        return "install the NVIDIA driver utilities (nvidia-smi) on that host"
+    if problem.state is GpuState.NO_DRIVER:
+        return "the NVIDIA driver is not loaded or not reachable there; check `nvidia-smi` on the host"
+    if problem.state is GpuState.NO_DEVICES:
+        return "the driver sees no GPU on that host"
+    return "run nvidia-smi on the host to see what it prints"
+
+
 def parse_value(text: str) -> Value:
     t = text.strip()
     if t.startswith("[") and t.endswith("]"):
         return Value(None, t[1:-1])
     if t in ("", "N/A"):
         return Value(None, t or "empty")
-    try:
-        return Value(float(t))
-    except ValueError:
-        return Value(None, f"unreadable {t!r}")
+    if m := _WITH_UNIT.match(t):  # "1024 MiB" / "35 %" when a driver ignores `nounits`
+        return Value(float(m.group(1)))
+    return Value(None, f"unreadable {t!r}")
+
+
+_WITH_UNIT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:MiB|%)?\Z")
 
 
 def parse_gpu_line(line: str) -> GpuReading | None:

@@ -207,21 +207,30 @@ def detach_script(
     command = inner_command(argv, env).removeprefix("exec ")
     q_dir = shlex.quote(run_dir)
     writes = "".join(
-        f"printf '%s' {shlex.quote(_check_value(name, body))} > \"$d\"/{shlex.quote(_safe_name(name))}\n"
+        f"printf '%s' {shlex.quote(_check_value(name, body))} > \"$d\"/{shlex.quote(_safe_name(name))}"
+        " || fail write\n"
         for name, body in (files or {}).items()
+    )
+    exe_check = (
+        f'exe={shlex.quote(argv[0])}\nif [ ! -f "$exe" ] || [ ! -x "$exe" ]; then fail not-executable; fi\n'
+        if argv[0].startswith("/")
+        else ""
     )
     runner = '"$@"; rc=$?; echo $rc > "$0.rc.tmp" && mv -f "$0.rc.tmp" "$0.rc"'
     return (
         "set -u\n"
         f"{_PROC_STAT_FN}"
+        # one marker naming what failed; the command's own message (EACCES, ENOSPC, ...) is on stderr
+        f"fail() {{ json='{{\"error\":\"'$1'\"}}'; {marker_line()}; exit 2; }}\n"
+        f"{exe_check}"
         f'd={q_dir}; log="$d"/{shlex.quote(_safe_name(log_name))}\n'
-        'if [ -e "$log" ]; then\n'
-        f'  json=\'{{"error":"log-exists"}}\'; {marker_line()}; exit 2\n'
-        "fi\n"
-        'mkdir -p "$d" || exit 3\n'
+        'if [ -e "$log" ]; then fail log-exists; fi\n'
+        'mkdir -p -- "$d" || fail run-dir\n'
         f"{writes}"
+        # noclobber creates the log only if it does not exist yet: two launches can never share one
+        '( set -C; : > "$log" ) || { [ -e "$log" ] && fail log-exists; fail write; }\n'
         f'setsid nohup bash --norc --noprofile -c {shlex.quote(runner)} "$log" {command}'
-        ' > "$log" 2>&1 < /dev/null &\n'
+        ' >> "$log" 2>&1 < /dev/null &\n'
         "pid=$!\n"
         "start=null\n"
         "for _ in $(seq 1 400); do\n"
@@ -233,7 +242,8 @@ def detach_script(
         "boot=$(boot_id)\n"
         'json=$(printf \'{"pid":%s,"pgid":%s,"sid":%s,"start":%s,"boot":"%s"}\''
         ' "$pid" "$pid" "$pid" "$start" "$boot")\n'
-        'printf \'%s\\n\' "$json" > "$d/run.json"\n'
+        'saved=true; printf \'%s\\n\' "$json" > "$d/run.json" || saved=false\n'
+        'json="${json%\\}},\\"saved\\":$saved}"\n'
         f"{marker_line()}\n"
     )
 
@@ -244,15 +254,53 @@ def _safe_name(name: str) -> str:
     return name
 
 
+# Linux never hands out pids above 2**22 (PID_MAX_LIMIT); 0 and 1 would make `kill -- -G` mean "our own
+# group" or "every process we may signal".
+PID_MAX_LIMIT = 4_194_304
+_BOOT_ID = re.compile(r"[0-9A-Za-z-]{1,64}\Z")
+
+
+def check_pgid(pgid: object) -> int:
+    """A process group id that is safe to signal as `-G`: an int in 2..PID_MAX_LIMIT, nothing else."""
+    if isinstance(pgid, bool) or not isinstance(pgid, int) or not 1 < pgid <= PID_MAX_LIMIT:
+        raise ShellError(
+            f"refusing to signal process group {pgid!r}: a run's pgid must be a number from 2 to "
+            f"{PID_MAX_LIMIT}; its run.json looks damaged, so stop that server by hand"
+        )
+    return pgid
+
+
+def check_start(start: object) -> int | None:
+    """A process start time (clock ticks since boot) as recorded in run.json, or None when unknown."""
+    if start is None:
+        return None
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ShellError(f"a run's start time must be a non-negative number, got {start!r}")
+    return start
+
+
+def check_boot(boot: object) -> str:
+    """A recorded boot id ("" when unknown); anything else is refused rather than trusted."""
+    if boot in (None, "", "unknown"):
+        return ""
+    if not isinstance(boot, str) or not _BOOT_ID.match(boot):
+        raise ShellError(f"a run's boot id must look like a UUID, got {boot!r}")
+    return boot
+
+
 def _group_prologue(pgid: int, start: int | None, boot: str | None) -> str:
+    """Sets G and `reused`: "boot" after a reboot, 1 when pid G exists but is not our group leader
+    (another start time, or not the leader of its own group and session, as setsid left ours)."""
+    g, st, bt = check_pgid(pgid), check_start(start), check_boot(boot)
     return (
         "set -u\n"
         f"{_PROC_STAT_FN}"
-        f"G={int(pgid)}; START={int(start) if start is not None else -1}; BOOT={shlex.quote(boot or '')}\n"
+        f"G={g}; START={st if st is not None else -1}; BOOT={shlex.quote(bt)}\n"
         "cur_boot=$(boot_id)\n"
         "reused=0\n"
         'if [ -n "$BOOT" ] && [ "$cur_boot" != "$BOOT" ]; then reused=boot; '
-        'elif proc_stat "$G" && [ "$START" != -1 ] && [ "$st_start" != "$START" ]; then reused=1; fi\n'
+        'elif proc_stat "$G" && { { [ "$START" != -1 ] && [ "$st_start" != "$START" ]; } '
+        '|| [ "$st_pgrp" != "$G" ] || [ "$st_sid" != "$G" ]; }; then reused=1; fi\n'
     )
 
 
@@ -264,7 +312,7 @@ def status_script(pgid: int, start: int | None, boot: str | None, log_path: str)
     return (
         _group_prologue(pgid, start, boot) + f"rcf={shlex.quote(log_path + '.rc')}\n"
         'rc=null; [ -r "$rcf" ] && rc=$(cat "$rcf")\n'
-        "case $rc in ''|*[!0-9-]*) rc=null;; esac\n"
+        "[[ $rc =~ ^-?[0-9]{1,10}$ ]] || rc=null\n"
         'if [ "$reused" = 0 ]; then members=$(group_members); else members=0; fi\n'
         'json=$(printf \'{"reused":"%s","members":%s,"rc":%s}\' "$reused" "$members" "$rc")\n'
         f"{marker_line()}\n"
@@ -284,7 +332,10 @@ def stop_script(
     return (
         "trap '' PIPE HUP\n"  # a dropped SSH channel must not cut the stop short between TERM and KILL
         + _group_prologue(pgid, start, boot)
-        + 'if [ "$reused" != 0 ]; then\n'
+        + 'if [ "$reused" = boot ]; then\n'  # the host rebooted: the run died with it, nothing to signal
+        f'  json=\'{{"result":"not-running","signal":null,"members":0}}\'; {marker_line()}; exit 0\n'
+        "fi\n"
+        'if [ "$reused" != 0 ]; then\n'
         f'  json=\'{{"result":"pid-reused","reused":"\'$reused\'"}}\'; {marker_line()}; exit 3\n'
         "fi\n"
         "n=$(group_members)\n"

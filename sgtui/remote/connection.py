@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import enum
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,7 @@ from sgtui.remote.hosts import HostConfig, load_hosts, parse_jump, sgtui_known_h
 PasswordCallback = Callable[[str], Awaitable[str | None]]
 USER_KNOWN_HOSTS = Path(os.path.expanduser("~/.ssh/known_hosts"))
 CHANNEL_RETRY_MAX_DELAY = 1.5
+STREAM_RESERVE = 2  # channels of the budget kept for short commands
 
 
 class ConnState(enum.Enum):
@@ -73,22 +75,28 @@ class AuthError(RemoteError):
 class HostKeyError(RemoteError):
     """The host's key is unknown or differs from the recorded one. Nothing was sent to it."""
 
-    def __init__(self, host: HostConfig, key: asyncssh.SSHKey | None, changed: bool) -> None:
+    def __init__(
+        self, host: HostConfig, key: asyncssh.SSHKey | None, changed: bool, recorded_in: Path | None = None
+    ) -> None:
         self.host = host
         self.key = key
         self.changed = changed
+        self.recorded_in = recorded_in
         self.fingerprint = key.get_fingerprint() if key is not None else "(no key seen)"
+        kind = key.get_algorithm() if key is not None else "host"
         where = f"{host.name} ({host.hostname}:{host.port})"
         if changed:
             msg = (
-                f"HOST KEY CHANGED for {where}: it now offers {self.fingerprint}, which differs from the "
-                "recorded key. Someone may be intercepting the connection, or the host was reinstalled; "
-                "check with its owner before removing the old line from your known_hosts."
+                f"HOST KEY CHANGED for {where}: it now offers {kind} key {self.fingerprint}, which differs "
+                "from the recorded key; someone may be intercepting the connection, or the host was "
+                "reinstalled: check with its owner before removing the old entry from "
+                f"{recorded_in or 'your known_hosts'}"
             )
         else:
             msg = (
-                f"unknown host key for {where}: {self.fingerprint}. Verify it on the host "
-                "(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), then accept it."
+                f"unknown host key for {where}: {kind} {self.fingerprint}; compare it with "
+                f"`ssh-keygen -lf /etc/ssh/ssh_host_{kind.removeprefix('ssh-')}_key.pub` run on the host, "
+                "then accept it"
             )
         super().__init__(msg)
 
@@ -137,8 +145,18 @@ class _Subscribers:
                 sink(event)
 
 
+# A name as it may appear in a known_hosts line: anything else (space, comma, *, ?, !, #, newline) would
+# make the line mean more than "this key for this host".
+_KNOWN_HOSTS_NAME = re.compile(r"[A-Za-z0-9._:%-]+\Z")
+
+
 def accept_host_key(host: HostConfig, key: asyncssh.SSHKey, path: Path | None = None) -> Path:
     """Trust `key` for `host` from now on: append it to sgtui's known_hosts (the user decided)."""
+    if not _KNOWN_HOSTS_NAME.match(host.hostname) or not 0 < host.port < 65536:
+        raise RemoteError(
+            f"{host.name}: will not record a host key for {host.hostname!r}:{host.port}: a known_hosts entry "
+            "needs a plain host name or address (no spaces, commas or wildcards); fix the hostname"
+        )
     path = path or sgtui_known_hosts()
     path.parent.mkdir(parents=True, exist_ok=True)
     name = host.hostname if host.port == 22 else f"[{host.hostname}]:{host.port}"
@@ -172,6 +190,26 @@ def _load_known_hosts(paths: Sequence[Path]) -> asyncssh.SSHKnownHosts:
         return asyncssh.import_known_hosts("\n".join(good))
 
 
+async def _connect_learning_key_type(hostname: str, kwargs: dict[str, Any]) -> asyncssh.SSHClientConnection:
+    """asyncssh only negotiates the key types recorded for a host, so a host that now offers another
+    type fails key exchange and would read as "unreachable". Asking once more with every type gets the
+    offered key, which is then refused as a changed key (it is not trusted), never accepted."""
+    try:
+        return await asyncssh.connect(hostname, **kwargs)
+    except asyncssh.KeyExchangeFailed as exc:
+        if "host key" not in str(exc.reason):
+            raise
+        return await asyncssh.connect(hostname, **kwargs, server_host_key_algs="default")
+
+
+def _recorded_in(paths: Sequence[Path], host: HostConfig, addr: str) -> Path | None:
+    """The known_hosts file holding the old key of a host whose key changed (for the message)."""
+    for path in paths:
+        if _load_known_hosts([path]).match(host.hostname, addr, host.port)[0]:
+            return path
+    return None
+
+
 class _Client(asyncssh.SSHClient):  # type: ignore[misc]
     def __init__(self, owner: Connection) -> None:
         self._owner = owner
@@ -190,7 +228,32 @@ class _Client(asyncssh.SSHClient):  # type: ignore[misc]
             return None
         self._password_tries += 1
         host = self._owner.host
-        return await cb(f"password for {host.user or ''}@{host.hostname}" if host.user else host.hostname)
+        who = f"{host.user}@{host.hostname}" if host.user else host.hostname
+        return await cb(f"password for {who}")
+
+    def kbdint_auth_requested(self) -> str | None:
+        """Servers that ask for the password through keyboard-interactive (PAM) get the same prompt."""
+        return "" if self._owner.password_cb is not None else None
+
+    async def kbdint_challenge_received(
+        self, name: str, instructions: str, lang: str, prompts: Sequence[tuple[str, bool]]
+    ) -> list[str] | None:
+        cb = self._owner.password_cb
+        if cb is None:
+            return None
+        if not prompts:
+            return []  # an empty challenge only carries a message
+        if self._password_tries >= 3:
+            return None
+        self._password_tries += 1
+        host = self._owner.host
+        answers = []
+        for prompt, _echo in prompts:
+            answer = await cb(f"{host.name}: {prompt.strip() or 'password'}")
+            if answer is None:
+                return None
+            answers.append(answer)
+        return answers
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._owner._connection_lost(exc)
@@ -233,6 +296,9 @@ class Connection:
         self._agent_path = agent_path
         self._user_known_hosts = user_known_hosts
         self._sem = asyncio.Semaphore(channel_budget)
+        # long-lived streams (log tails, the GPU sampler) may never hold the last channels: stop and
+        # status must still get through when many logs are followed
+        self._stream_sem = asyncio.Semaphore(max(1, channel_budget - STREAM_RESERVE))
         self._keepalive = (keepalive_interval, keepalive_count_max)
         self._connect_timeout = connect_timeout
         self._max_backoff = max_backoff
@@ -244,6 +310,8 @@ class Connection:
         self._reconnect: asyncio.Task[asyncssh.SSHClientConnection] | None = None
         self._fatal: RemoteError | None = None
         self._closing = False
+        self._keys: dict[str, asyncssh.SSHKey] = {}
+        self._key_notes: list[str] = []
         self.state = ConnState.CLOSED
 
     # -- events -------------------------------------------------------------------------------------------
@@ -267,7 +335,8 @@ class Connection:
 
     async def _open(self) -> asyncssh.SSHClientConnection:
         self._emit(ConnState.CONNECTING, f"connecting to {self.host.hostname}:{self.host.port}")
-        known = _load_known_hosts(_known_hosts_paths(self.host, self._user_known_hosts))
+        known_paths = _known_hosts_paths(self.host, self._user_known_hosts)
+        known = _load_known_hosts(known_paths)
         client = _Client(self)
         kwargs: dict[str, Any] = {
             "port": self.host.port,
@@ -283,7 +352,9 @@ class Connection:
         if self._client_keys is not None:
             kwargs["client_keys"] = self._client_keys
         elif any(Path(p).is_file() for p in self.host.identity_files):
-            kwargs["client_keys"] = [p for p in self.host.identity_files if Path(p).is_file()]
+            keys = await self._identity_keys()
+            if keys:
+                kwargs["client_keys"] = keys
         if self._agent_path != ():
             kwargs["agent_path"] = self._agent_path
         if self._tunnel is not None:
@@ -293,28 +364,75 @@ class Connection:
                 self._emit(ConnState.UNREACHABLE, f"{self.host.name}: via {self._tunnel.host.name}: {exc}")
                 raise
         try:
-            conn = await asyncssh.connect(self.host.hostname, **kwargs)
+            conn = await _connect_learning_key_type(self.host.hostname, kwargs)
         except asyncssh.HostKeyNotVerifiable:
             changed = bool(known.match(self.host.hostname, client.addr, self.host.port)[0])
-            err = HostKeyError(self.host, client.offered_key, changed)
+            recorded = _recorded_in(known_paths, self.host, client.addr) if changed else None
+            err = HostKeyError(self.host, client.offered_key, changed, recorded)
             state = ConnState.HOST_KEY_CHANGED if changed else ConnState.HOST_KEY_UNKNOWN
             self._emit(state, str(err), fingerprint=err.fingerprint)
             raise err from None
         except asyncssh.PermissionDenied as exc:
+            skipped = "".join(f"; {note}" for note in self._key_notes)
             err2 = AuthError(
                 f"{self.host.name}: authentication failed as {self.host.user or 'the current user'} "
-                f"({exc.reason}); check the key (identity_file), the agent, or the password",
+                f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password",
                 self.host,
             )
             self._emit(ConnState.AUTH_FAILED, str(err2))
             raise err2 from None
         except (OSError, asyncssh.Error, TimeoutError) as exc:
-            err3 = UnreachableError(f"{self.host.name} ({self.host.hostname}:{self.host.port}): {exc}")
+            err3 = UnreachableError(
+                f"cannot reach {self.host.name} ({self.host.hostname}:{self.host.port}): "
+                f"{exc or 'timed out'}; check that the host is up and that its hostname and port are right"
+            )
             self._emit(ConnState.UNREACHABLE, str(err3))
             raise err3 from None
         self._conn = conn
         self._emit(ConnState.UP, f"connected to {self.host.hostname}:{self.host.port}")
         return conn
+
+    async def _identity_keys(self) -> list[asyncssh.SSHKey | tuple[asyncssh.SSHKey, str]]:
+        """The host's identity files, decrypted in memory; an encrypted one asks its passphrase through
+        `password_cb` (once per sgtui session: the key stays in memory, the passphrase is dropped)."""
+        keys: list[asyncssh.SSHKey | tuple[asyncssh.SSHKey, str]] = []
+        self._key_notes = []
+        for path in self.host.identity_files:
+            if not Path(path).is_file():
+                continue
+            key = self._keys.get(path) or await self._read_identity(path)
+            if key is None:
+                continue
+            self._keys[path] = key
+            cert = f"{path}-cert.pub"
+            keys.append((key, cert) if Path(cert).is_file() else key)
+        return keys
+
+    async def _read_identity(self, path: str) -> asyncssh.SSHKey | None:
+        try:
+            return asyncssh.read_private_key(path)
+        except OSError as exc:
+            self._key_notes.append(f"cannot read key {path} ({exc.strerror})")
+            return None
+        except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+            if "passphrase" not in str(exc).lower():
+                self._key_notes.append(f"key {path} is not a private key sgtui can read ({exc})")
+                return None
+        if self.password_cb is None:
+            self._key_notes.append(f"key {path} is encrypted; load it into ssh-agent (ssh-add {path})")
+            return None
+        for _ in range(3):
+            passphrase = await self.password_cb(f"passphrase for key {path}")
+            if passphrase is None:
+                break
+            try:
+                return asyncssh.read_private_key(path, passphrase)
+            except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+                if "bcrypt" in str(exc):
+                    self._key_notes.append(f"key {path} needs the bcrypt module; ssh-add it instead")
+                    return None
+        self._key_notes.append(f"no working passphrase for key {path}")
+        return None
 
     async def _ensure(self) -> asyncssh.SSHClientConnection:
         if self._closing:
@@ -436,12 +554,13 @@ class Connection:
             )
 
     @contextlib.asynccontextmanager
-    async def stream(self, command: str | RemoteCommand) -> AsyncIterator[Stream]:
-        """A long-lived command whose stdout is read as bytes; the channel is closed on exit."""
+    async def stream(self, command: str | RemoteCommand, *, long_lived: bool = True) -> AsyncIterator[Stream]:
+        """A command whose stdout is read as bytes; the channel is closed on exit. A stream that ends by
+        itself soon (a stop with progress lines) says `long_lived=False` and is rationed like `run`."""
         stdin = None
         if isinstance(command, RemoteCommand):
             command, stdin = command.command, command.stdin
-        async with self._sem:
+        async with self._stream_sem if long_lived else contextlib.nullcontext(), self._sem:
             proc = await self._create_process(command, None)
             try:
                 if stdin is not None:
@@ -508,7 +627,7 @@ class LocalTransport:
         return Result(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), rc, sig)
 
     @contextlib.asynccontextmanager
-    async def stream(self, command: str | RemoteCommand) -> AsyncIterator[Stream]:
+    async def stream(self, command: str | RemoteCommand, *, long_lived: bool = True) -> AsyncIterator[Stream]:
         stdin = None
         if isinstance(command, RemoteCommand):
             command, stdin = command.command, command.stdin

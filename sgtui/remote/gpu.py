@@ -24,6 +24,7 @@ from sgtui.core.nvsmi import (
     GpuReading,
     GpuState,
     Value,
+    advice,
     classify_failure,
     container_from_cgroup,
     parse_compute_apps,
@@ -134,15 +135,16 @@ class GpuSampler:
             result = await self.conn.run(HOST.script(query_gpu_command()), timeout=30)
         except RemoteError as exc:
             return GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREACHABLE, str(exc)))
+        readings, bad = parse_query_gpu(result.stdout)
+        if readings:  # one lost GPU ("Unable to determine the device handle ...") must not hide the rest
+            return GpuSnapshot(self.host, readings, None, bad)
         problem = classify_failure(result.stdout + result.stderr, result.rc)
         if problem is not None:
             return GpuSnapshot(self.host, [], problem)
-        readings, bad = parse_query_gpu(result.stdout)
-        if not readings:
-            return GpuSnapshot(
-                self.host, [], GpuProblem(GpuState.UNREADABLE, result.stdout.strip()[:200]), bad
-            )
-        return GpuSnapshot(self.host, readings, None, bad)
+        text = (result.stdout + result.stderr).strip()[
+            :200
+        ] or f"nvidia-smi printed nothing (exit {result.rc})"
+        return GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREADABLE, text), bad)
 
     async def processes(self) -> list[GpuProcess]:
         """Processes holding GPU memory, with GPU index and container. Raises RemoteError on a problem."""
@@ -150,7 +152,8 @@ class GpuSampler:
         procs, problem = parse_processes(result.stdout)
         if problem is not None:
             raise RemoteError(
-                f"{self.host}: cannot list GPU processes: {problem.state.value}: {problem.detail}"
+                f"{self.host}: cannot list GPU processes: {problem.state.value} ({problem.detail}); "
+                f"{advice(problem)}"
             )
         return procs
 

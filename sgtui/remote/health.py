@@ -20,6 +20,8 @@ from sgtui.remote.connection import RemoteError, Transport
 from sgtui.remote.runs import RunState, RunStatus
 from sgtui.remote.targets import HOST, Target
 
+MAX_RESPONSE = 4 << 20  # /health and the model info are tiny; more than this is not our server
+
 
 class HttpState(enum.Enum):
     OK = "ok"  # 200
@@ -75,9 +77,11 @@ async def http_get(
         writer.write(request.encode("ascii"))
         raw = await asyncio.wait_for(reader.read(1 << 20), timeout)
         chunks = [raw]
-        while raw:
+        size = len(raw)
+        while raw and size < MAX_RESPONSE:  # whatever holds the port must not fill our memory
             raw = await asyncio.wait_for(reader.read(1 << 20), timeout)
             chunks.append(raw)
+            size += len(raw)
     except TimeoutError:
         return HttpProbe(HttpState.TIMEOUT, detail=f"GET {path}: no answer in {timeout} s")
     except (asyncssh.Error, OSError) as exc:

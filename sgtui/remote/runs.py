@@ -22,11 +22,11 @@ from typing import Any
 import asyncssh
 
 from sgtui.core import shell
-from sgtui.core.nvsmi import GpuProcess
-from sgtui.remote.connection import RemoteError, Transport
+from sgtui.core.nvsmi import GpuProcess, Value, advice
+from sgtui.remote.connection import RemoteError, Result, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
-from sgtui.remote.tail import LogChunk, follow
-from sgtui.remote.targets import Target
+from sgtui.remote.tail import LogChunk, follow, read_rest
+from sgtui.remote.targets import Target, explain_failure
 
 DEFAULT_RUNS_DIR = "/var/tmp/sgtui-runs"
 LOG_NAME = "server.log"
@@ -116,13 +116,14 @@ class RunManager:
     def host(self) -> str:
         return self.conn.host.name
 
-    async def _script(self, script: str, timeout: float | None = 60) -> dict[str, Any]:
+    async def _script(
+        self, script: str, doing: str, timeout: float | None = 60
+    ) -> tuple[dict[str, Any], Result]:
         result = await self.conn.run(self.target.script(script), timeout=timeout)
         marker = shell.parse_marker(result.stdout)
         if marker is None:
-            detail = (result.stderr or result.stdout).strip()[-400:] or f"exit {result.rc}"
-            raise RunError(f"{self.host} {self.target.label}: remote script failed: {detail}")
-        return marker
+            raise RunError(explain_failure(self.host, self.target, result, doing))
+        return marker, result
 
     async def launch(
         self,
@@ -149,9 +150,20 @@ class RunManager:
         files = {"command.json": json.dumps(command, ensure_ascii=False) + "\n"}
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
-        marker = await self._script(shell.detach_script(run_dir, argv, env, log_name=LOG_NAME, files=files))
-        if marker.get("error") == "log-exists":
-            raise RunError(f"{self.host}: log {run_dir}/{LOG_NAME} already exists; refusing to reuse it")
+        script = shell.detach_script(run_dir, argv, env, log_name=LOG_NAME, files=files)
+        marker, result = await self._script(script, "launch the server")
+        if "error" in marker:
+            raise RunError(self._launch_failure(str(marker["error"]), run_dir, argv[0], result))
+        try:
+            pid, pgid, start, boot = _checked_ids(marker)
+        except (shell.ShellError, KeyError) as exc:
+            raise RunError(f"{self.host} {self.target.label}: the launch reported nonsense ({exc})") from None
+        if marker.get("saved") is False:
+            raise RunError(
+                f"{self.host} {self.target.label}: the server started (pid {pid}) but its record could not "
+                f"be written to {run_dir}/run.json, so sgtui could not find it again; free space there, "
+                "then stop it from this screen"
+            )
         return RunRecord(
             id=run_id,
             host=self.host,
@@ -160,11 +172,24 @@ class RunManager:
             argv=list(argv),
             env=dict(env or {}),
             gpus=list(gpus),
-            pid=int(marker["pid"]),
-            pgid=int(marker["pgid"]),
-            start=marker.get("start"),
-            boot=str(marker.get("boot", "")),
+            pid=pid,
+            pgid=pgid,
+            start=start,
+            boot=boot,
         )
+
+    def _launch_failure(self, error: str, run_dir: str, exe: str, result: Result) -> str:
+        where = f"{self.host} {self.target.label}" if self.target.kind != "host" else self.host
+        if error == "log-exists":
+            return f"{self.host}: log {run_dir}/{LOG_NAME} already exists; refusing to reuse it"
+        if error == "not-executable":
+            return (
+                f"the interpreter {exe} does not exist or is not executable on {where}: set the profile's "
+                "`python:` to the python of the environment where SGLang is installed"
+            )
+        if error == "run-dir":
+            return explain_failure(self.host, self.target, result, f"create the run directory {run_dir}")
+        return explain_failure(self.host, self.target, result, f"write the run files in {run_dir}")
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run recorded under runs_dir (oldest first): what a restarted sgtui reattaches to."""
@@ -177,12 +202,18 @@ class RunManager:
         result = await self.conn.run(self.target.script(script), timeout=60)
         if shell.parse_marker(result.stdout) is None:
             raise RunError(
-                f"{self.host} {self.target.label}: cannot list runs: {result.stderr.strip()[-300:]}"
+                explain_failure(self.host, self.target, result, f"list the runs in {self.runs_dir}")
             )
-        return parse_run_listing(result.stdout, self.host, self.target)
+        return [
+            r
+            for r in parse_run_listing(result.stdout, self.host, self.target)
+            if _directly_under(r, self.runs_dir)
+        ]
 
     async def status(self, run: RunRecord) -> RunStatus:
-        marker = await self._script(shell.status_script(run.pgid, run.start, run.boot, run.log_path))
+        marker, _ = await self._script(
+            shell.status_script(run.pgid, run.start, run.boot, run.log_path), f"check run {run.id}"
+        )
         return status_from_marker(marker)
 
     async def stop(
@@ -200,7 +231,7 @@ class RunManager:
         script = shell.stop_script(run.pgid, run.start, run.boot, grace)
         lines: list[str] = []
         try:
-            async with self.conn.stream(self.target.script(script)) as proc:
+            async with self.conn.stream(self.target.script(script), long_lived=False) as proc:
                 pending = b""
                 while True:
                     data = await proc.read(4096)
@@ -220,12 +251,12 @@ class RunManager:
             ) from None
         marker = shell.parse_marker("\n".join(lines))
         if marker is None:
-            raise RunError(f"{self.host} {self.target.label}: stop script gave no result: {lines[-3:]}")
+            failed = Result("\n".join(lines), "", None)
+            raise RunError(explain_failure(self.host, self.target, failed, f"stop run {run.id}"))
         if marker.get("result") == "pid-reused":
             raise PidReusedError(
-                f"{self.host}: pid {run.pgid} of run {run.id} now belongs to another process"
-                + (" (the host rebooted)" if marker.get("reused") == "boot" else "")
-                + "; nothing was signalled"
+                f"{self.host}: pid {run.pgid} of run {run.id} now belongs to another process, so the run "
+                "itself has ended; nothing was signalled (check the GPU holders if memory is still in use)"
             )
         return StopResult(
             str(marker["result"]), marker.get("signal"), int(marker.get("members", 0)), time.monotonic() - t0
@@ -235,6 +266,11 @@ class RunManager:
         """Follow the run's log from byte `offset` (0 = the beginning), resuming after disconnects."""
         async for chunk in follow(self.conn, run.log_path, target=self.target, offset=offset):
             yield chunk
+
+    async def read_rest(self, run: RunRecord, offset: int) -> LogChunk:
+        """The log after `offset` including a final line without a newline (for a run that has ended:
+        `tail` only delivers complete lines)."""
+        return await read_rest(self.conn, run.log_path, target=self.target, offset=offset)
 
     async def wait_gpus_free(
         self,
@@ -253,7 +289,8 @@ class RunManager:
         while True:
             snap = await sampler.query()
             procs = await sampler.processes()
-            holders = [p for p in procs if not wanted or p.gpu_index in wanted]
+            # a holder whose GPU cannot be told (a MIG instance, a GPU missing from the index list) counts
+            holders = [p for p in procs if not wanted or p.gpu_index is None or p.gpu_index in wanted]
             busy = [
                 g
                 for g in snap.gpus
@@ -273,16 +310,23 @@ def _busy_message(
     which = ", ".join(map(str, sorted(wanted))) if wanted else "all"
     if snap.problem is not None:
         problem = snap.problem
-        return f"{host}: cannot tell whether GPUs {which} are free: {problem.state.value}: {problem.detail}"
+        return (
+            f"{host}: cannot tell whether GPUs {which} are free: {problem.state.value} ({problem.detail}); "
+            f"{advice(problem)}"
+        )
     parts = [
-        f"pid {p.pid} {p.name} ({p.container or 'host'}) {p.used_mib.value or 0:.0f} MiB on GPU {p.gpu_index}"
+        f"pid {p.pid} {p.name} ({p.container or 'host'}) {_mib(p.used_mib)} on "
+        + (f"GPU {p.gpu_index}" if p.gpu_index is not None else p.gpu_uuid or "an unknown GPU")
         for p in holders
     ]
     if not parts:
-        parts = [
-            f"GPU {g.index}: {g.memory_used_mib.value or 0:.0f} MiB used by no listed process" for g in busy
-        ]
+        parts = [f"GPU {g.index}: {_mib(g.memory_used_mib)} used by no listed process" for g in busy]
     return f"{host}: GPUs {which} still busy after {timeout:.0f} s: " + "; ".join(parts)
+
+
+def _mib(value: Value) -> str:
+    """Memory as nvidia-smi gave it: a number, or the reason there is none (never a made-up 0)."""
+    return f"{value.value:.0f} MiB" if value.value is not None else f"unknown MiB ({value.reason})"
 
 
 def status_from_marker(marker: Mapping[str, Any]) -> RunStatus:
@@ -301,7 +345,9 @@ def status_from_marker(marker: Mapping[str, Any]) -> RunStatus:
     return RunStatus(RunState.DEAD, None, 0)
 
 
-def parse_run_listing(text: str, host: str, default_target: Target) -> list[RunRecord]:
+def parse_run_listing(text: str, host: str, target: Target) -> list[RunRecord]:
+    """The listing script's output -> the runs of `target` (where it was listed). A record that is damaged,
+    names another target or holds values a launch never writes is left out: nothing acts on it."""
     records: list[RunRecord] = []
     blocks = text.split("@@run ")[1:]
     for block in blocks:
@@ -311,27 +357,50 @@ def parse_run_listing(text: str, host: str, default_target: Target) -> list[RunR
         try:
             meta = json.loads(docs[0])
             cmd = json.loads(docs[1]) if len(docs) > 1 else {}
-        except (IndexError, json.JSONDecodeError):
+            pid, pgid, start, boot = _checked_ids(meta)
+            declared = cmd.get("target")
+            if declared and Target.from_mapping(declared) != target:
+                continue
+            argv = [str(a) for a in cmd.get("argv", [])]
+            env = {str(k): str(v) for k, v in dict(cmd.get("env", {})).items()}
+            gpus = list(cmd.get("gpus", []))
+            if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus):
+                continue
+        except (IndexError, KeyError, TypeError, AttributeError, ValueError, shell.ShellError):
             continue
-        tgt = cmd.get("target") or {}
-        target = Target.from_mapping(tgt) if tgt else default_target
+        run_id = run_dir.rsplit("/", 1)[-1]
         records.append(
             RunRecord(
-                id=run_dir.rsplit("/", 1)[-1],
+                id=run_id,
                 host=host,
                 target=target,
                 run_dir=run_dir,
-                argv=list(cmd.get("argv", [])),
-                env=dict(cmd.get("env", {})),
-                gpus=list(cmd.get("gpus", [])),
-                pid=int(meta["pid"]),
-                pgid=int(meta["pgid"]),
-                start=meta.get("start"),
-                boot=str(meta.get("boot", "")),
-                started_at=_started_at(run_dir.rsplit("/", 1)[-1]),
+                argv=argv,
+                env=env,
+                gpus=gpus,
+                pid=pid,
+                pgid=pgid,
+                start=start,
+                boot=boot,
+                started_at=_started_at(run_id),
             )
         )
     return sorted(records, key=lambda r: r.id)
+
+
+def _checked_ids(meta: Mapping[str, Any]) -> tuple[int, int, int | None, str]:
+    """pid, pgid, start, boot as read back from the host, refused unless they are what a launch writes:
+    pid = pgid (a session leader), a plausible pgid (never 0, 1 or negative), an integer start time."""
+    pid, pgid = meta["pid"], meta["pgid"]
+    shell.check_pgid(pgid)
+    if pid != pgid:
+        raise shell.ShellError(f"pid {pid!r} differs from pgid {pgid!r}, but a run leads its own group")
+    return pid, pgid, shell.check_start(meta.get("start")), shell.check_boot(meta.get("boot"))
+
+
+def _directly_under(run: RunRecord, runs_dir: str) -> bool:
+    parent, _, name = run.run_dir.rpartition("/")
+    return (parent or "/") == runs_dir and name not in ("", ".", "..")
 
 
 def _started_at(run_id: str) -> float:

@@ -91,3 +91,31 @@ async def follow(
             pass
         await asyncio.sleep(delay)
         delay = min(delay * 2, backoff_max)
+
+
+async def read_rest(
+    conn: Transport, path: str, *, target: Target = HOST, offset: int = 0, max_bytes: int = 16 << 20
+) -> LogChunk:
+    """Everything after byte `offset`, including a last line without a newline: `follow` holds such a
+    line back (more may come), so once the writer is gone this is how its final words are read.
+
+    At most `max_bytes` are read; the chunk's `end` says where the next read should start.
+    """
+    script = (
+        f"printf '%s\\n' {BEGIN.decode().strip()}; "
+        f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} 2>/dev/null | head -c {int(max_bytes)}"
+    )
+    parts = []
+    async with conn.stream(target.script(script), long_lived=False) as stream:
+        while chunk := await stream.read(65536):
+            parts.append(chunk)
+    data = b"".join(parts)
+    at = data.find(BEGIN)
+    if at < 0:
+        raise RemoteError(f"{conn.host.name} {target.label}: cannot read {path}")
+    body = data[at + len(BEGIN) :]
+    if not body:
+        return LogChunk([], offset, offset)
+    text = body.decode("utf-8", "replace")
+    lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    return LogChunk(lines, offset, offset + len(body))

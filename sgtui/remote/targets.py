@@ -3,11 +3,12 @@ container, and how to find the containers (and the GPUs each one is given)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sgtui.core.shell import (
     MAX_ARG_STRLEN,
@@ -77,29 +78,44 @@ class ContainerInfo:
     all_gpus: bool = False
 
 
+# `pct list` prints fixed columns ("%-10s %-10s %-12s %-20s": VMID, Status, Lock, Name); Lock is often
+# empty and Name may be empty too, so a row's third word is a lock or a name depending on where it starts.
+_PCT_NAME_COLUMN = 34
+_WORD = re.compile(r"\S+")
+
+
 def parse_pct_list(text: str) -> list[tuple[str, str, str]]:
-    """`pct list` -> [(vmid, status, name)]; the Lock column may be empty."""
+    """`pct list` -> [(vmid, status, name)]; rows with an empty Lock and/or Name column keep their name."""
+    name_col = _PCT_NAME_COLUMN
     rows = []
     for line in text.splitlines():
-        words = line.split()
-        if len(words) < 2 or not words[0].isdigit():
+        if line.lstrip().startswith("VMID") and "Name" in line:
+            name_col = line.index("Name")
             continue
-        rows.append((words[0], words[1], words[-1] if len(words) >= 3 else ""))
+        words = list(_WORD.finditer(line))
+        if len(words) < 2 or not words[0].group().isdigit():
+            continue
+        vmid, status = words[0].group(), words[1].group()
+        rest = words[2:]
+        if len(rest) == 1 and rest[0].start() < name_col - 1:  # a lock ("backup", "migrate"), no name
+            rest = []
+        rows.append((vmid, status, rest[-1].group() if rest else ""))
     return rows
 
 
 _CGROUP_NV = re.compile(r"^lxc\.cgroup2?\.devices\.allow\s*[:=]\s*c\s+195:(\d+|\*)", re.M)
+_CGROUP_ALL = re.compile(r"^lxc\.cgroup2?\.devices\.allow\s*[:=]\s*(?:a\b|c\s+\*:\*)", re.M)
 _DEV_NV = re.compile(r"^dev\d+\s*:\s*(?:path=)?/dev/nvidia(\d+)\b", re.M)
 _MOUNT_NV = re.compile(r"^lxc\.mount\.entry\s*[:=]\s*/dev/nvidia(\d+)\s", re.M)
 
 
 def parse_pct_config_gpus(text: str) -> tuple[tuple[int, ...], bool]:
-    """GPU numbers a container's config gives it, and whether it allows all (`c 195:*`).
+    """GPU numbers a container's config gives it, and whether it allows all (`c 195:*`, `c *:*`, `a`).
 
     Minor 255 (nvidiactl) and 254 (nvidia-modeset) are control devices, not GPUs.
     """
     found: set[int] = set()
-    all_gpus = False
+    all_gpus = bool(_CGROUP_ALL.search(text))
     for m in _CGROUP_NV.finditer(text):
         if m.group(1) == "*":
             all_gpus = True
@@ -130,13 +146,54 @@ if command -v pct >/dev/null 2>&1; then
 fi
 if command -v docker >/dev/null 2>&1; then
   echo "@@docker"; docker ps --format '{{.Names}}	{{.Status}}	{{.Image}}' 2>/dev/null
+  ids=$(docker ps -q 2>/dev/null | grep -E '^[0-9a-f]+$')
+  if [ -n "$ids" ]; then
+    echo "@@dockergpus"
+    docker inspect --format '{{.Name}}	{{json .HostConfig.DeviceRequests}}' $ids 2>/dev/null
+  fi
 fi
 echo "@@end"
 """
 
 
+def parse_docker_gpus(text: str) -> dict[str, tuple[tuple[int, ...], bool]]:
+    """`docker inspect` name + DeviceRequests lines -> {name: (GPU numbers, all GPUs)} for `--gpus` users.
+
+    `--gpus all` is Count -1; `--gpus 2` is the first two; `--gpus device=0,2` lists ids (UUIDs are not
+    numbers and are left out).
+    """
+    found: dict[str, tuple[tuple[int, ...], bool]] = {}
+    for line in text.splitlines():
+        name, sep, raw = line.partition("\t")
+        if not sep:
+            continue
+        try:
+            requests = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        gpus: set[int] = set()
+        all_gpus = False
+        for req in requests if isinstance(requests, list) else []:
+            if not isinstance(req, dict):
+                continue
+            caps = req.get("Capabilities") or []
+            if req.get("Driver") != "nvidia" and not any("gpu" in c for c in caps if isinstance(c, list)):
+                continue
+            ids = req.get("DeviceIDs") or []
+            count = req.get("Count") or 0
+            if ids:
+                gpus.update(int(i) for i in ids if isinstance(i, str) and i.isdigit())
+            elif count == -1:
+                all_gpus = True
+            elif isinstance(count, int) and count > 0:
+                gpus.update(range(count))
+        if gpus or all_gpus:
+            found[name.lstrip("/")] = (tuple(sorted(gpus)), all_gpus)
+    return found
+
+
 def parse_discovery(text: str) -> list[ContainerInfo]:
-    """The output of the discovery script -> containers, pct ones with their GPUs."""
+    """The output of the discovery script -> containers with the GPUs each is given."""
     sections: dict[str, list[str]] = {}
     key = ""
     for line in text.splitlines():
@@ -149,8 +206,10 @@ def parse_discovery(text: str) -> list[ContainerInfo]:
     for vmid, status, name in parse_pct_list("\n".join(sections.get("pct", []))):
         gpus, all_gpus = parse_pct_config_gpus("\n".join(sections.get(f"pctconfig {vmid}", [])))
         found.append(ContainerInfo(Target("pct", vmid), name, status, None, gpus, all_gpus))
+    docker_gpus = parse_docker_gpus("\n".join(sections.get("dockergpus", [])))
     for name, status, image in parse_docker_ps("\n".join(sections.get("docker", []))):
-        found.append(ContainerInfo(Target("docker", name), name, status, image))
+        gpus, all_gpus = docker_gpus.get(name, ((), False))
+        found.append(ContainerInfo(Target("docker", name), name, status, image, gpus, all_gpus))
     return found
 
 
@@ -158,8 +217,55 @@ async def discover(conn: Transport) -> list[ContainerInfo]:
     """Proxmox containers (`pct list` + `pct config`) and running Docker containers on the host."""
     result = await conn.run(HOST.script(_DISCOVER), timeout=60)
     if "@@end" not in result.stdout:
-        raise RemoteError(f"{conn.host.name}: container discovery failed: {result.stderr.strip()[:300]}")
+        raise RemoteError(explain_failure(conn.host.name, HOST, result, "list its containers"))
     return parse_discovery(result.stdout)
+
+
+class _Failed(Protocol):
+    stdout: str
+    stderr: str
+    rc: int | None
+
+
+def explain_failure(host: str, target: Target, result: _Failed, doing: str) -> str:
+    """One sentence for a remote command that failed: what went wrong where, and what to do about it."""
+    text = (result.stderr or result.stdout or "").strip()
+    low = text.lower()
+    where = f"{host} {target.label}" if target.kind != "host" else host
+    last = text.splitlines()[-1][:300] if text else f"exit status {result.rc}"
+
+    def missing(tool: str) -> bool:
+        return f"{tool}: command not found" in low or f"{tool}: not found" in low
+
+    if target.kind == "pct" and missing("pct"):
+        return (
+            f"cannot {doing} on {where}: {host} has no `pct` command, so it is not a Proxmox VE host; "
+            "pick the host itself or a Docker container as the target"
+        )
+    if target.kind == "docker" and missing("docker"):
+        return f"cannot {doing} on {where}: {host} has no `docker` command; pick another target"
+    if target.kind == "pct" and re.search(r"\bct \d+ not running\b", low):
+        return f"cannot {doing}: container {target.id} on {host} is stopped; start it (pct start {target.id})"
+    if target.kind == "pct" and "configuration file" in low and "does not exist" in low:
+        return f"cannot {doing}: {host} has no container {target.id}; `pct list` there shows the ones it has"
+    if target.kind == "docker" and "no such container" in low:
+        return (
+            f"cannot {doing}: {host} has no Docker container {target.id}; `docker ps` lists the running ones"
+        )
+    if target.kind == "docker" and "is not running" in low:
+        return f"cannot {doing}: Docker container {target.id} on {host} is stopped; start it (docker start)"
+    if "bash: no such file or directory" in low or (missing("bash") and target.kind != "host"):
+        return f"cannot {doing} on {where}: bash is not installed there, and sgtui needs it"
+    if "no space left on device" in low:
+        return f"cannot {doing} on {where}: its disk is full ({last}); free some space and try again"
+    if "read-only file system" in low:
+        return f"cannot {doing} on {where}: the file system is read-only ({last}); choose a writable runs dir"
+    if "permission denied" in low or "operation not permitted" in low:
+        return (
+            f"cannot {doing} on {where}: permission denied ({last}); log in as a user allowed to do this, "
+            "or choose a runs dir that user can write"
+        )
+    return f"cannot {doing} on {where}: {last}"
 
 
 _VERSION_CODE = "import importlib.metadata as m; print('@@sglang', m.version('sglang'))"
@@ -178,7 +284,13 @@ async def sglang_version(conn: Transport, target: Target, python: str) -> str | 
             return line.split(None, 1)[1].strip()
     if "PackageNotFoundError" in result.stderr:
         return None
+    where = f"{conn.host.name} {target.label}" if target.kind != "host" else conn.host.name
+    if result.rc in (126, 127) and python in result.stderr:
+        return_why = "is not executable" if result.rc == 126 else "does not exist"
+        raise RemoteError(
+            f"the interpreter {shlex.quote(python)} {return_why} on {where}: set the profile's `python:` "
+            "to the python of the environment where SGLang is installed"
+        )
     raise RemoteError(
-        f"{conn.host.name} {target.label}: cannot ask {shlex.quote(python)} for its SGLang version: "
-        f"{(result.stderr or result.stdout).strip()[-300:] or f'exit {result.rc}'}"
+        explain_failure(conn.host.name, target, result, f"ask {shlex.quote(python)} for its SGLang version")
     )

@@ -203,7 +203,16 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
         return key.public_data == self._server.client_key.public_data
 
     def password_auth_supported(self) -> bool:
-        return self._server.password is not None
+        return self._server.password is not None and not self._server.kbdint_only
+
+    def kbdint_auth_supported(self) -> bool:
+        return self._server.password is not None and self._server.kbdint_only
+
+    def get_kbdint_challenge(self, username: str, lang: str, submethods: str) -> tuple[str, str, str, list]:  # type: ignore[type-arg]
+        return "", "", "", [("Password: ", False)]
+
+    def validate_kbdint_response(self, username: str, responses: list[str]) -> bool:
+        return self._server.password is not None and list(responses) == [self._server.password]
 
     def validate_password(self, username: str, password: str) -> bool:
         return self._server.password is not None and password == self._server.password
@@ -240,6 +249,7 @@ class SimSSHServer:
         on_close: OnClose = "pipes",
         kill_grace: float = 1.0,
         password: str | None = None,
+        kbdint_only: bool = False,
         host_key: asyncssh.SSHKey | None = None,
         client_key: asyncssh.SSHKey | None = None,
     ) -> None:
@@ -252,6 +262,7 @@ class SimSSHServer:
         self.on_close: OnClose = on_close
         self.kill_grace = kill_grace
         self.password = password
+        self.kbdint_only = kbdint_only  # ask the password through keyboard-interactive, as PAM setups do
         self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
         self.client_key = client_key or asyncssh.generate_private_key("ssh-ed25519")
         self._acceptor: asyncssh.SSHAcceptor | None = None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sgtui.core.errors import UserError
-from sgtui.core.gpus import GPU_PRESETS, parse_gpu
+from sgtui.core.gpus import GPU_PRESETS, guess_gpu_from_free, parse_gpu
 
 
 @pytest.mark.parametrize(
@@ -50,10 +52,33 @@ def test_the_presets_the_brief_names_have_nvidia_smi_figures() -> None:
 
 
 def test_unknown_name_lists_the_presets() -> None:
-    with pytest.raises(UserError, match=r"unknown GPU; use one of T4, L4, .*A6000.*49140MiB"):
+    with pytest.raises(UserError, match=r"unknown GPU; use one of T4, .*L4, .*A6000.*49140MiB"):
         parse_gpu("Voodoo5")
 
 
 def test_a_bare_small_number_asks_for_a_unit() -> None:
     with pytest.raises(UserError, match="give a unit, such as 48GiB"):
         parse_gpu("48")
+
+
+@pytest.mark.parametrize(
+    ("free_gib", "name"),
+    [
+        (22.39, "RTX-4090"),  # a Llama-3.1-8B log: 22.39 GiB free, too much for a 22.49 GiB L4
+        (78.81, "H100-80G"),
+        (177.57, "B200"),
+        (15.24, "RTX-4080"),
+        (75.02, "H100-80G"),  # sgl-project/sglang#7495: another process held 4.6 GiB of an 80 GB H100
+        (283.53, "MI355X"),
+    ],
+)
+def test_the_card_behind_a_measured_baseline_is_the_smallest_preset_with_room_for_the_context(
+    free_gib: float, name: str
+) -> None:
+    gpu = guess_gpu_from_free(free_gib)
+    assert gpu.mib == GPU_PRESETS[name] and gpu.name.startswith(name)
+
+
+def test_a_baseline_no_preset_explains_gets_free_memory_plus_a_typical_context() -> None:
+    gpu = guess_gpu_from_free(275.75)  # a B300 in a real log: no preset that large
+    assert gpu.mib == math.ceil((275.75 + 0.75) * 1024)

@@ -7,6 +7,8 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,7 @@ from sgtui.core.shell import (
     inner_command,
     parse_marker,
     parse_progress,
+    status_script,
     stop_script,
     target_command,
     wrap_script,
@@ -116,12 +119,101 @@ def test_run_file_names_must_be_plain() -> None:
         detach_script("/tmp/x", ["/bin/true"], files={"../evil": "x"})
 
 
-def test_stop_refuses_a_pid_whose_start_time_differs() -> None:
+def _start_time(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
+
+
+@pytest.fixture
+def session_leader() -> Iterator[subprocess.Popen[bytes]]:
+    """A process that leads its own group and session, as a detached run's leader does."""
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_stop_refuses_a_pid_whose_start_time_differs(session_leader: subprocess.Popen[bytes]) -> None:
+    wrong = _start_time(session_leader.pid) + 1
     out = subprocess.run(
-        ["bash", "-c", stop_script(1, 123456789, None, 0.1)], capture_output=True, text=True, check=False
+        ["bash", "-c", stop_script(session_leader.pid, wrong, None, 0.1)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert out.returncode == 3
     assert parse_marker(out.stdout) == {"result": "pid-reused", "reused": "1"}
+    assert session_leader.poll() is None
+
+
+def test_stop_refuses_a_pid_that_does_not_lead_its_own_group_even_with_the_right_start_time() -> None:
+    child = subprocess.Popen(["sleep", "30"])  # shares pytest's process group: not a run we started
+    try:
+        script = stop_script(child.pid, _start_time(child.pid), None, 0.1)
+        out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+        assert out.returncode == 3 and parse_marker(out.stdout) == {"result": "pid-reused", "reused": "1"}
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.parametrize("pgid", [0, 1, -1, -4242, True, "123; reboot", 12.0, None, 2**22 + 1])
+def test_process_groups_that_would_reach_other_processes_are_never_signalled(pgid: object) -> None:
+    with pytest.raises(ShellError, match="refusing to signal process group"):
+        stop_script(pgid, None, None, 0.1)  # type: ignore[arg-type]
+    with pytest.raises(ShellError, match="refusing to signal process group"):
+        status_script(pgid, None, None, "/tmp/x.log")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("start", "boot"), [("1; reboot", None), (-5, None), (1, "x'; reboot; '"), (1, "a b")]
+)
+def test_tampered_start_times_and_boot_ids_are_refused(start: object, boot: object) -> None:
+    with pytest.raises(ShellError, match=r"start time|boot id"):
+        stop_script(4242, start, boot, 0.1)  # type: ignore[arg-type]
+
+
+def test_after_a_reboot_a_stop_signals_nothing_and_says_not_running(
+    session_leader: subprocess.Popen[bytes],
+) -> None:
+    pid = session_leader.pid
+    script = stop_script(pid, _start_time(pid), "00000000-0000-0000-0000-000000000000", 0.1)
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    assert parse_marker(out.stdout) == {"result": "not-running", "signal": None, "members": 0}
+    assert session_leader.poll() is None
+
+
+@pytest.mark.parametrize("content", ["-", "1-2", "7 && reboot", "", "99999999999"])
+def test_a_garbled_exit_code_file_reads_as_unknown(tmp_path: Path, content: str) -> None:
+    log = tmp_path / "server.log"
+    Path(f"{log}.rc").write_text(content)
+    out = subprocess.run(
+        ["bash", "-c", status_script(4_000_000, None, None, str(log))], capture_output=True, text=True
+    )
+    assert parse_marker(out.stdout) == {"reused": "0", "members": 0, "rc": None}
+
+
+def test_a_launch_names_what_failed_on_the_host(tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the runs dir should be")
+    cases = {
+        "not-executable": detach_script(str(tmp_path / "r1"), ["/opt/none/bin/python", "-V"]),
+        "run-dir": detach_script(str(blocked / "r2"), ["/bin/true"]),
+    }
+    for error, script in cases.items():
+        out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+        assert parse_marker(out.stdout) == {"error": error}
+    assert not (tmp_path / "r1").exists()  # nothing was created for a launch that cannot start
+
+
+def test_a_launch_reports_whether_its_record_was_saved(tmp_path: Path) -> None:
+    out = subprocess.run(
+        ["bash", "-c", detach_script(str(tmp_path / "r"), ["/bin/true"])], capture_output=True, text=True
+    )
+    marker = parse_marker(out.stdout)
+    assert marker is not None and marker["saved"] is True and marker["pid"] == marker["pgid"]
+    saved = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert "saved" not in saved and saved["pid"] == marker["pid"]
 
 
 def test_one_argument_over_the_kernel_limit_is_refused_by_name() -> None:

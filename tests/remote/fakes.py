@@ -47,17 +47,22 @@ def install_fake_pct(bin_dir: Path, container_path: str) -> Path:
 
 
 def install_fake_docker(bin_dir: Path) -> Path:
-    """`docker exec [-i] NAME argv...` runs argv; `docker ps --format ...` prints FAKE_DOCKER_PS."""
+    """`docker exec [-i] NAME argv...` runs argv; `docker ps --format ...` prints FAKE_DOCKER_PS,
+    `docker ps -q` FAKE_DOCKER_IDS and `docker inspect` FAKE_DOCKER_INSPECT."""
     return _write(
         bin_dir / "docker",
         f"""
         #!{PY}
         import os, sys
         args = sys.argv[1:]
+        if args[:2] == ["ps", "-q"]:
+            sys.stdout.write(os.environ.get("FAKE_DOCKER_IDS", "")); sys.exit(0)
         if args[:1] == ["ps"]:
             sys.stdout.write(os.environ.get("FAKE_DOCKER_PS", "")); sys.exit(0)
+        if args[:1] == ["inspect"]:
+            sys.stdout.write(os.environ.get("FAKE_DOCKER_INSPECT", "")); sys.exit(0)
         if args[:1] != ["exec"]:
-            sys.exit("fake docker: only exec and ps")
+            sys.exit("fake docker: only exec, ps and inspect")
         rest = args[1:]
         if rest[0] == "-i":
             rest = rest[1:]
@@ -81,12 +86,14 @@ def install_argv_printer(bin_dir: Path, name: str = "python") -> Path:
 
 def install_fake_nvidia_smi(bin_dir: Path, state_dir: Path) -> Path:
     """A bash nvidia-smi: --query-gpu prints STATE/gpus.csv (looping with -lms), --query-compute-apps
-    prints STATE/apps.csv; STATE/fail makes it fail like a missing driver."""
+    prints STATE/apps.csv; an empty STATE/fail makes it fail like a missing driver, a non-empty one prints
+    that text and fails."""
     return _write(
         bin_dir / "nvidia-smi",
         f"""
         #!/bin/bash
         state={state_dir}
+        if [ -s "$state/fail" ]; then cat "$state/fail"; exit 9; fi
         if [ -e "$state/fail" ]; then
           echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."; exit 9
         fi

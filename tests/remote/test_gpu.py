@@ -11,6 +11,7 @@ import pytest
 
 from sgtui.core.nvsmi import (
     GpuState,
+    advice,
     classify_failure,
     container_from_cgroup,
     parse_compute_apps,
@@ -139,6 +140,70 @@ async def test_a_missing_driver_is_a_named_state_in_stream_and_query(
     assert snap.gpus == [] and snap.problem is not None and snap.problem.state is GpuState.NO_DRIVER
     q = await sampler.query()
     assert q.problem is not None and q.problem.state is GpuState.NO_DRIVER
+
+
+@pytest.mark.parametrize(
+    ("message", "state"),
+    [
+        (
+            "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.127",
+            "no driver",
+        ),
+        ("Failed to initialize NVML: Unknown Error", "no driver"),
+        ("NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.", "no driver"),
+        ("No devices were found", "no devices"),
+    ],
+)
+async def test_driver_failures_are_named_states_in_stream_and_query_never_zeros(
+    conn: Connection, fake_bin: Path, tmp_path: Path, message: str, state: str
+) -> None:
+    gpus = tmp_path / "gpus"
+    gpus.mkdir()
+    install_fake_nvidia_smi(fake_bin, gpus)
+    (gpus / "fail").write_text(message + "\n")
+    sampler = GpuSampler(conn, interval_ms=50, problem_retry_s=0.05)
+    snap = await asyncio.wait_for(anext(sampler.stream()), 5)
+    query = await sampler.query()
+    for got in (snap, query):
+        assert got.gpus == [] and got.problem is not None and got.problem.state.value == state
+        assert message.splitlines()[0] in got.problem.detail
+
+
+def test_a_version_mismatch_is_explained() -> None:
+    problem = classify_failure("Failed to initialize NVML: Driver/library version mismatch")
+    assert problem is not None and "upgrade without a reboot" in advice(problem)
+
+
+async def test_empty_output_is_unreadable_and_says_so(
+    conn: Connection, fake_bin: Path, tmp_path: Path
+) -> None:
+    gpus = tmp_path / "gpus"
+    gpus.mkdir()
+    install_fake_nvidia_smi(fake_bin, gpus)
+    (gpus / "gpus.csv").write_text("")
+    query = await GpuSampler(conn).query()
+    assert query.problem is not None and query.problem.state is GpuState.UNREADABLE
+    assert query.problem.detail == "nvidia-smi printed nothing (exit 0)"
+
+
+async def test_one_lost_gpu_does_not_hide_the_readable_ones(
+    conn: Connection, fake_bin: Path, tmp_path: Path
+) -> None:
+    gpus = tmp_path / "gpus"
+    gpus.mkdir()
+    install_fake_nvidia_smi(fake_bin, gpus)
+    lost = "Unable to determine the device handle for GPU0000:41:00.0: Unknown Error"
+    (gpus / "gpus.csv").write_text(gpu_rows(1) + lost + "\n")
+    query = await GpuSampler(conn).query()
+    assert query.problem is None and [g.index for g in query.gpus] == [0]
+    assert query.unreadable == [lost]
+
+
+def test_values_with_units_still_parse_and_nonsense_does_not() -> None:
+    row = parse_gpu_line("0, GPU-x, A6000, 1024 MiB, 49140 MiB, 35 %")
+    assert row is not None and row.state is GpuState.OK
+    assert (row.memory_used_mib.value, row.utilization_pct.value) == (1024, 35)
+    assert parse_gpu_line("0, GPU-x, A6000, lots, 49140, 1").memory_used_mib.value is None  # type: ignore[union-attr]
 
 
 async def test_no_nvidia_smi_at_all_is_named(conn: Connection) -> None:

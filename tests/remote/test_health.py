@@ -11,10 +11,12 @@ import pytest
 
 from sgtui.remote.connection import Connection
 from sgtui.remote.health import (
+    MAX_RESPONSE,
     HttpProbe,
     HttpState,
     Verdict,
     first_ipv4,
+    http_get,
     judge,
     parse_http_response,
     probe,
@@ -106,3 +108,23 @@ def test_the_first_non_loopback_ipv4_is_the_address() -> None:
     assert first_ipv4("127.0.0.1 fd00::2 10.1.2.3 10.9.9.9") == "10.1.2.3"
     assert first_ipv4("2: eth0    inet 192.168.1.7/24 brd") == "192.168.1.7"
     assert first_ipv4("nothing here") is None
+
+
+async def test_an_endless_answer_on_the_port_is_cut_off_not_read_forever(conn: Connection) -> None:
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        try:
+            while True:
+                writer.write(b"x" * 65536)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            writer.close()
+
+    server = await asyncio.start_server(flood, "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        probe = await asyncio.wait_for(http_get(conn, port, "/health"), 20)
+        assert probe.status == 200 and len(probe.body) <= MAX_RESPONSE + (1 << 20)
+    finally:
+        server.close()

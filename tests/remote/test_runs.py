@@ -122,7 +122,9 @@ async def test_stop_refuses_when_the_pid_belongs_to_another_process(manager: Run
             "x", "sim", Target(), "/nonexistent", [], {}, [], other.pid, other.pid, start - 1, boot
         )
         assert (await manager.status(fake)).state is RunState.PID_REUSED
-        with pytest.raises(PidReusedError, match="another process; nothing was signalled"):
+        with pytest.raises(
+            PidReusedError, match="another process, so the run itself has ended; nothing was signalled"
+        ):
             await manager.stop(fake, grace=0.2)
         assert other.returncode is None
         await asyncio.sleep(0.1)
@@ -220,6 +222,36 @@ async def test_wait_gpus_free_names_the_holders_on_timeout(
     finally:
         holder.kill()
         await holder.wait()
+
+
+async def test_a_holder_whose_memory_nvidia_smi_cannot_tell_is_not_shown_as_zero(
+    conn: Connection, fake_bin: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "gpustate"
+    state.mkdir()
+    install_fake_nvidia_smi(fake_bin, state)
+    (state / "gpus.csv").write_text(gpu_rows(1, used=40000))
+    (state / "apps.csv").write_text("4242, /opt/venv/bin/python3, [N/A], GPU-0000\n")
+    mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
+    run = RunRecord("r", "sim", Target(), "/x", [], {}, [0], 4242, 4242, 0, "")
+    with pytest.raises(GpusBusyError) as err:
+        await mgr.wait_gpus_free(run, None, timeout=0, sampler=GpuSampler(conn))
+    assert "pid 4242 /opt/venv/bin/python3 (host) unknown MiB (N/A) on GPU 0" in str(err.value)
+    assert "0 MiB" not in str(err.value)
+
+
+async def test_a_holder_on_a_gpu_that_cannot_be_placed_still_counts_as_busy(
+    conn: Connection, fake_bin: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "gpustate"
+    state.mkdir()
+    install_fake_nvidia_smi(fake_bin, state)
+    (state / "gpus.csv").write_text(gpu_rows(2, used=3))
+    (state / "apps.csv").write_text("4242, python3, 500, MIG-7f3a\n")
+    mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
+    run = RunRecord("r", "sim", Target(), "/x", [], {}, [1], 4242, 4242, 0, "")
+    with pytest.raises(GpusBusyError, match=r"pid 4242 python3 \(host\) 500 MiB on MIG-7f3a"):
+        await mgr.wait_gpus_free(run, None, timeout=0, sampler=GpuSampler(conn))
 
 
 def test_a_run_record_round_trips_through_json() -> None:

@@ -7,7 +7,7 @@ import itertools
 from pathlib import Path
 
 from sgtui.remote.connection import Connection
-from sgtui.remote.tail import LogChunk, follow, split_complete
+from sgtui.remote.tail import LogChunk, follow, read_rest, split_complete
 from sgtui.remote.targets import Target
 from sgtui.sim.sshserver import SimSSHServer
 
@@ -112,3 +112,27 @@ async def test_a_log_inside_a_pct_container_is_followed_through_pct(fake_bin: Pa
     finally:
         await conn.close()
         await server.close()
+
+
+async def test_multibyte_characters_split_across_reads_arrive_whole(conn: Connection, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    text = "".join(f"modèle ✓ {i} 日本語 🚀\n" for i in range(200))
+    log.write_bytes(text.encode())
+    # 7-byte reads cut through nearly every multi-byte character
+    chunks = await asyncio.wait_for(_collect(conn, log, 200, read_size=7), 10)
+    assert [ln for c in chunks for ln in c.lines] == text.splitlines()
+    assert chunks[-1].end == len(text.encode())
+
+
+async def test_the_last_line_of_a_log_without_a_final_newline_is_read_once_the_writer_is_gone(
+    conn: Connection, tmp_path: Path
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes("ready\nKilled: schedulér died".encode())
+    first = await asyncio.wait_for(_collect(conn, log, 1), 5)
+    assert [c.lines for c in first] == [["ready"]]
+    rest = await read_rest(conn, str(log), offset=first[-1].end)
+    assert rest == LogChunk(["Killed: schedulér died"], 6, log.stat().st_size)
+    assert await read_rest(conn, str(log), offset=rest.end) == LogChunk([], rest.end, rest.end)
+    log.write_bytes(b"a\nb\n")
+    assert await read_rest(conn, str(log)) == LogChunk(["a", "b"], 0, 4)

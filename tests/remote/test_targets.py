@@ -11,6 +11,7 @@ from sgtui.remote.connection import Connection
 from sgtui.remote.targets import (
     Target,
     discover,
+    parse_docker_gpus,
     parse_docker_ps,
     parse_pct_config_gpus,
     parse_pct_list,
@@ -47,6 +48,59 @@ def test_gpus_come_from_devices_cgroup_rules_and_mounts_but_not_control_nodes() 
     assert parse_pct_config_gpus(PCT_CONFIG_129) == ((0, 1), False)
     assert parse_pct_config_gpus("lxc.mount.entry: /dev/nvidia3 dev/nvidia3 none bind\n") == ((3,), False)
     assert parse_pct_config_gpus("lxc.cgroup2.devices.allow: c 195:* rwm\n") == ((), True)
+
+
+# Real `pct list` columns ("%-10s %-10s %-12s %-20s"): locks without names, names without locks, both.
+PCT_LIST_ODD = (
+    "VMID       Status     Lock         Name                \n"
+    "100        running                 web                 \n"
+    "101        stopped    backup                           \n"
+    "102        stopped    snapshot-delete batch            \n"
+    "103        running    migrate      gpu-box             \n"
+    "104        stopped                                     \n"
+)
+
+
+def test_odd_pct_list_rows_never_take_a_lock_for_a_name() -> None:
+    assert parse_pct_list(PCT_LIST_ODD) == [
+        ("100", "running", "web"),
+        ("101", "stopped", ""),
+        ("102", "stopped", "batch"),
+        ("103", "running", "gpu-box"),
+        ("104", "stopped", ""),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ("dev0: path=/dev/nvidia2,mode=0666\ndev1: /dev/nvidia-uvm\n", ((2,), False)),
+        ("lxc.cgroup.devices.allow: c 195:1 rwm\n", ((1,), False)),
+        ("lxc.cgroup2.devices.allow = c 195:* rwm\n", ((), True)),
+        ("lxc.cgroup2.devices.allow: a\n", ((), True)),
+        ("lxc.cgroup2.devices.allow: c *:* rwm\n", ((), True)),
+        ("lxc.cgroup2.devices.allow: c 195:254 rwm\nlxc.cgroup2.devices.allow: c 509:* rwm\n", ((), False)),
+        (
+            "lxc.mount.entry: /dev/nvidia0 dev/nvidia0 none bind,optional,create=file\n"
+            "lxc.mount.entry: /dev/nvidiactl dev/nvidiactl none bind,optional,create=file\n",
+            ((0,), False),
+        ),
+    ],
+)
+def test_pct_config_gpu_variants(config: str, expected: tuple[tuple[int, ...], bool]) -> None:
+    assert parse_pct_config_gpus(config) == expected
+
+
+def test_docker_gpu_requests_name_the_gpus_each_container_gets() -> None:
+    gpu = '"Capabilities":[["gpu"]]'
+    text = (
+        f'/all\t[{{"Driver":"","Count":-1,"DeviceIDs":null,{gpu},"Options":{{}}}}]\n'
+        f'/two\t[{{"Driver":"","Count":2,"DeviceIDs":null,{gpu}}}]\n'
+        f'/picked\t[{{"Driver":"nvidia","Count":0,"DeviceIDs":["1","3","GPU-5e1b"]}}]\n'
+        "/cpu\tnull\n"
+        "garbage line\n"
+    )
+    assert parse_docker_gpus(text) == {"all": ((), True), "two": ((0, 1), False), "picked": ((1, 3), False)}
 
 
 def test_docker_ps_rows() -> None:
@@ -86,7 +140,12 @@ async def test_discovery_finds_pct_and_docker_containers_with_their_gpus(
     (state / "list").write_text(PCT_LIST)
     (state / "129.conf").write_text(PCT_CONFIG_129)
     (state / "130.conf").write_text("arch: amd64\n")
-    env = host_env(fake_bin) | {"FAKE_PCT_DIR": str(state), "FAKE_DOCKER_PS": "sgl\tUp 1 hour\timg:1\n"}
+    env = host_env(fake_bin) | {
+        "FAKE_PCT_DIR": str(state),
+        "FAKE_DOCKER_PS": "sgl\tUp 1 hour\timg:1\n",
+        "FAKE_DOCKER_IDS": "3f2a9c\n",
+        "FAKE_DOCKER_INSPECT": '/sgl\t[{"Driver":"","Count":-1,"Capabilities":[["gpu"]]}]\n',
+    }
     server = await SimSSHServer(env=env).start()
     conn = pinned_connection(server, tmp_path)
     try:
@@ -99,7 +158,7 @@ async def test_discovery_finds_pct_and_docker_containers_with_their_gpus(
         (Target("pct", "130"), "spare", "stopped", ()),
         (Target("docker", "sgl"), "sgl", "Up 1 hour", ()),
     ]
-    assert found[2].image == "img:1"
+    assert found[2].image == "img:1" and found[2].all_gpus
 
 
 async def test_a_host_without_pct_or_docker_has_no_containers(conn: Connection) -> None:

@@ -1,0 +1,310 @@
+"""Memory rules that changed between SGLang releases, each pinned to the release that changed it.
+
+The fit engine keeps three rule families (0.5.9, 0.5.11, 0.5.23) chosen by the flag table's own
+mapping; these tests cover the rules that moved inside a family or before 0.5.9, read from the
+wheels' server_args.py and model_runner*.py of each release.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sgtui.core import flags
+from sgtui.core.fit import fit
+from sgtui.core.fit_defaults import legacy_auto_mfs, post_release, resolve_defaults, version_family
+from sgtui.core.fit_pools import hybrid_swa_enabled
+from sgtui.core.flags import LaunchSpec
+from sgtui.core.gpus import parse_gpu
+from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config
+
+MODELS = Path(__file__).resolve().parent.parent / "fixtures" / "models"
+H100 = parse_gpu("H100-80G")
+H200 = parse_gpu("H200")
+B200 = parse_gpu("B200")
+
+
+@pytest.fixture(scope="module")
+def llama8b() -> ModelFacts:
+    return load_model_facts(MODELS / "llama3_1_8b")
+
+
+@pytest.fixture(scope="module")
+def gpt_oss() -> ModelFacts:
+    return load_model_facts(MODELS / "gpt_oss_20b")
+
+
+@pytest.fixture(scope="module")
+def qwen35() -> ModelFacts:
+    return load_model_facts(MODELS / "qwen3_5_27b")
+
+
+# --- one version mapping ------------------------------------------------------------------------
+
+
+@given(st.integers(0, 1), st.integers(0, 9), st.integers(0, 40), st.sampled_from(["", ".post1", "rc2"]))
+def test_fit_and_the_flag_table_map_every_version_to_the_same_family(
+    major: int, minor: int, patch: int, suffix: str
+) -> None:
+    version = f"{major}.{minor}.{patch}{suffix}"
+    assert version_family(version)[0] == flags.version_family(version)
+
+
+@pytest.mark.parametrize(
+    ("version", "family"),
+    [("0.5.10", "0.5.9"), ("0.5.17", "0.5.11"), ("0.5.18", "0.5.23"), ("0.4.3.post4", "0.5.9")],
+)
+def test_ties_go_to_the_older_family_and_the_note_says_which_rules_apply(version: str, family: str) -> None:
+    found, note = version_family(version)
+    assert found == family and family in note
+
+
+# --- the automatic --mem-fraction-static before the reservation formula ------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "tp", "gpu_mib", "expected"),
+    [
+        ("0.3.2", 8, 81559, 0.83),
+        ("0.3.6", 8, 81559, 0.82),
+        ("0.4.3", 4, 23034, 0.85),  # a real QwQ-32B launch on 4x L4 logged 0.85
+        ("0.4.1", 1, 81559, 0.88),
+        ("0.4.5.post1", 16, 81559, 0.79),
+        ("0.4.6", 1, 143771, (143771 - 13 * 1024) / 143771),
+        ("0.4.6.post3", 1, 143771, (143771 - 18 * 1024) / 143771),
+        ("0.4.7", 1, 183359, 0.79),
+        ("0.4.7.post1", 1, 81559, 0.874),  # sgl-project/sglang#7495 logs 0.874 on an H100
+        ("0.4.9", 1, 24564, 0.879),
+        ("0.5.2", 8, 143771, round((143771 - 16 * 1024) / 143771, 3)),
+    ],
+)
+def test_older_releases_pick_the_fraction_their_own_table_gives(
+    version: str, tp: int, gpu_mib: int, expected: float
+) -> None:
+    mfs = legacy_auto_mfs(LaunchSpec(tp_size=tp), gpu_mib, version)
+    assert mfs == pytest.approx(expected, abs=5e-4)
+
+
+def test_from_0_5_3_the_reservation_formula_decides(llama8b: ModelFacts) -> None:
+    assert legacy_auto_mfs(LaunchSpec(), 81559, "0.5.3") is None
+    assert resolve_defaults(LaunchSpec(), llama8b, 81559, "0.5.9", "0.5.9").mem_fraction_static_auto == 0.835
+
+
+def test_0_4_7_shrinks_the_fraction_for_eagle_on_small_cards() -> None:
+    eagle = LaunchSpec(speculative_algorithm="EAGLE")
+    assert legacy_auto_mfs(eagle, 81559, "0.4.7") == pytest.approx(0.88 * 0.95)
+
+
+def test_post_releases_are_told_apart() -> None:
+    assert (post_release("0.4.7.post1"), post_release("0.4.7"), post_release("0.5.0rc2")) == (1, 0, 0)
+
+
+def test_0_5_10_already_captures_the_prefill_graph_by_default(llama8b: ModelFacts) -> None:
+    assert not resolve_defaults(LaunchSpec(), llama8b, 183359, "0.5.9", "0.5.9").prefill_graph
+    assert resolve_defaults(LaunchSpec(), llama8b, 183359, "0.5.9", "0.5.10").prefill_graph
+
+
+# --- the EAGLE headroom of 0.4.x to 0.5.6 ---------------------------------------------------------
+
+
+def _eagle_tokens(model: ModelFacts, version: str, **spec: object) -> int:
+    launch = LaunchSpec(
+        mem_fraction_static=0.85,
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=5,
+        speculative_eagle_topk=4,
+        speculative_num_draft_tokens=8,
+        **spec,  # type: ignore[arg-type]
+    )
+    return fit(
+        launch, model, H100, version=version, free_gib=78.5, weights_gib=15.0, draft_weights_gib=0.5
+    ).max_total_num_tokens
+
+
+def test_old_eagle_targets_grow_their_pool_by_the_draft_and_verify_headroom(llama8b: ModelFacts) -> None:
+    profiled = _eagle_tokens(llama8b, "0.5.9")
+    # 48 requests (the EAGLE default from 0.4.6) x (5 steps x topk 4 + 8 draft tokens) + 100
+    assert _eagle_tokens(llama8b, "0.4.6") - profiled == 48 * (5 * 4 + 8) + 100
+    assert _eagle_tokens(llama8b, "0.5.6", max_running_requests=16) - profiled == 16 * 28 + 100
+
+
+def test_0_4_3_headroom_counts_steps_for_its_estimated_requests(llama8b: ModelFacts) -> None:
+    # no 48-request default yet: SGLang's estimate clamp(tokens/context*512, 2048, 4096) = 2048
+    assert _eagle_tokens(llama8b, "0.4.3") - _eagle_tokens(llama8b, "0.5.9") == 2048 * 5 + 100
+
+
+# --- Mamba / linear-attention state before 0.5.9 --------------------------------------------------
+
+
+def _state(model: ModelFacts, version: str, **spec: object) -> tuple[int, int]:
+    r = fit(
+        LaunchSpec(tp_size=2, mem_fraction_static=0.85, context_length=32768, **spec),  # type: ignore[arg-type]
+        model,
+        H200,
+        version=version,
+        free_gib=139.0,
+        weights_gib=25.5,
+    )
+    assert r.mamba is not None, r.error
+    return r.mamba.max_mamba_cache_size, r.max_total_num_tokens
+
+
+def test_qwen3_next_era_runs_without_radix_cache_and_keeps_512_state_slots(qwen35: ModelFacts) -> None:
+    slots, tokens = _state(qwen35, "0.5.3")
+    with_cap = _state(qwen35, "0.5.3", max_running_requests=64)
+    assert (slots, with_cap[0]) == (512, 64)
+    assert with_cap[1] > tokens  # the 448 slots no longer reserved go to the KV pool
+
+
+def test_0_5_4_to_0_5_8_fall_back_to_512_slots_without_the_radix_cache(qwen35: ModelFacts) -> None:
+    assert _state(qwen35, "0.5.5", disable_radix_cache=True)[0] == 512
+    assert _state(qwen35, "0.5.8", disable_radix_cache=True)[0] == 512
+    # 0.5.9 sizes them from the memory share instead
+    assert _state(qwen35, "0.5.9", disable_radix_cache=True)[0] != 512
+
+
+def test_0_5_4_to_0_5_6_divide_the_state_share_by_the_draft_copies(qwen35: ModelFacts) -> None:
+    plain = _state(qwen35, "0.5.5")[0]
+    with_spec = _state(
+        qwen35,
+        "0.5.5",
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=3,
+        speculative_eagle_topk=1,
+        speculative_num_draft_tokens=4,
+        max_running_requests=8,
+    )[0]
+    assert with_spec in (plain // 5, plain // 5 - 1)  # (1 + 4 draft tokens) copies per slot
+
+
+# --- which launches get a sliding-window pool ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "hybrid"),
+    [
+        ("0.5.6", LaunchSpec(), False),  # gpt-oss forced --disable-hybrid-swa-memory
+        ("0.5.8", LaunchSpec(speculative_algorithm="EAGLE3"), False),
+        ("0.5.8", LaunchSpec(), True),
+        ("0.5.9", LaunchSpec(attention_backend="trtllm_mha"), False),
+        ("0.5.9", LaunchSpec(attention_backend="fa3"), True),
+        ("0.5.11", LaunchSpec(attention_backend="trtllm_mha"), True),
+        ("0.5.23", LaunchSpec(disable_hybrid_swa_memory=True), False),
+    ],
+)
+def test_gpt_oss_splits_its_kv_pool_only_where_that_release_allows(
+    gpt_oss: ModelFacts, version: str, spec: LaunchSpec, hybrid: bool
+) -> None:
+    family = version_family(version)[0]
+    parts = tuple(int(p) for p in version.split("."))
+    assert hybrid_swa_enabled(spec, gpt_oss, family, parts) is hybrid  # type: ignore[arg-type]
+
+
+def test_without_the_split_gpt_oss_keeps_every_layer_in_one_pool(gpt_oss: ModelFacts) -> None:
+    args = {"free_gib": 78.0, "weights_gib": 13.0}
+    whole = fit(LaunchSpec(mem_fraction_static=0.85), gpt_oss, H100, version="0.5.6", **args)
+    split = fit(LaunchSpec(mem_fraction_static=0.85), gpt_oss, H100, version="0.5.11", **args)
+    assert whole.kv_cell_bytes == 24 * 2 * 8 * 64 * 2 and whole.swa is None
+    assert split.kv_cell_bytes == round(12 * 2048 + 0.8 * 12 * 2048) and split.swa is not None
+
+
+def test_gemma_3_keeps_full_kv_on_every_layer_with_transformers_default_head_dim() -> None:
+    gemma = load_model_facts(MODELS / "gemma_3_12b")
+    assert (gemma.head_dim, gemma.num_kv_heads) == (256, 8)
+    r = fit(LaunchSpec(mem_fraction_static=0.85), gemma, H100, version="0.5.23", free_gib=78, weights_gib=23)
+    assert r.swa is None and r.kv_cell_bytes == 48 * 2 * 8 * 256 * 2
+
+
+# --- config shapes SGLang reads under other names -------------------------------------------------
+
+
+def test_gemma_3_text_config_without_head_counts_uses_transformers_defaults() -> None:
+    cfg = {
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "text_config": {"hidden_size": 2560, "num_hidden_layers": 34, "model_type": "gemma3_text"},
+    }
+    m = model_facts_from_config(cfg)
+    assert (m.num_attention_heads, m.num_kv_heads, m.head_dim) == (8, 4, 256)
+
+
+def test_chatglm_style_names_give_layers_kv_groups_and_head_dim() -> None:
+    cfg = {
+        "architectures": ["ChatGLMModel"],
+        "model_type": "chatglm",
+        "num_layers": 40,
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "multi_query_attention": True,
+        "multi_query_group_num": 2,
+        "kv_channels": 128,
+        "seq_length": 131072,
+    }
+    m = model_facts_from_config(cfg)
+    assert (m.num_layers, m.num_kv_heads, m.head_dim, m.context_length) == (40, 2, 128, 131072)
+
+
+# --- the KV dtype a checkpoint asks for ---------------------------------------------------------
+
+
+def test_a_modelopt_sidecar_asks_for_an_fp8_kv_cache_from_0_5_3(tmp_path: Path, llama8b: ModelFacts) -> None:
+    (tmp_path / "config.json").write_text((MODELS / "llama3_1_8b" / "config.json").read_text())
+    (tmp_path / "hf_quant_config.json").write_text(
+        json.dumps({"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})
+    )
+    m = load_model_facts(tmp_path / "config.json")
+    args = {"free_gib": 78.0, "weights_gib": 8.5}
+    assert fit(LaunchSpec(), m, H100, version="0.5.11", **args).kv_cache_dtype == "fp8_e4m3"
+    assert fit(LaunchSpec(), m, H100, version="0.4.9", **args).kv_cache_dtype == "bfloat16"
+
+
+def test_a_compressed_tensors_kv_scheme_counts_only_in_the_0_5_23_family(llama8b: ModelFacts) -> None:
+    cfg = json.loads((MODELS / "llama3_1_8b" / "config.json").read_text())
+    cfg["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor"},
+    }
+    m = model_facts_from_config(cfg)
+    args = {"free_gib": 78.0, "weights_gib": 8.5}
+    assert fit(LaunchSpec(), m, H100, version="0.5.11", **args).kv_cache_dtype == "bfloat16"
+    assert fit(LaunchSpec(), m, H100, version="0.5.23", **args).kv_cache_dtype == "fp8_e4m3"
+
+
+# --- refusals that do not depend on memory ------------------------------------------------------
+
+
+def test_a_context_above_the_config_still_reports_the_pool_sglang_would_build(llama8b: ModelFacts) -> None:
+    longer = fit(LaunchSpec(context_length=200_000), llama8b, H100, free_gib=78.5, weights_gib=15.0)
+    same = fit(LaunchSpec(), replace(llama8b, context_length=200_000), H100, free_gib=78.5, weights_gib=15.0)
+    assert longer.verdict == "fails" and longer.error is not None and "context_length" in longer.error
+    assert longer.max_total_num_tokens == same.max_total_num_tokens > 0
+
+
+# --- multimodal wrappers -----------------------------------------------------------------------
+
+
+def test_0_4_6_to_0_4_8_shrink_even_a_set_fraction_for_a_multimodal_model() -> None:
+    vl = load_model_facts(MODELS / "qwen2_5_vl_7b")
+    spec = LaunchSpec(mem_fraction_static=0.874)
+    assert fit(spec, vl, H100, version="0.4.7", free_gib=78, weights_gib=15.8).mem_fraction_static == (
+        pytest.approx(0.874 * 0.90)
+    )
+    assert fit(spec, vl, H100, version="0.4.3", free_gib=78, weights_gib=15.8).mem_fraction_static == (
+        pytest.approx(0.874 * 0.95)
+    )
+    assert fit(spec, vl, H100, version="0.5.9", free_gib=78, weights_gib=15.8).mem_fraction_static == 0.874
+
+
+def test_gemma_3_is_served_text_only_unless_multimodal_is_enabled() -> None:
+    gemma = load_model_facts(MODELS / "gemma_3_12b")
+    text_only = resolve_defaults(LaunchSpec(), gemma, 81559, "0.5.11", "0.5.11")
+    with_images = resolve_defaults(
+        LaunchSpec(values={"--enable-multimodal": True}), gemma, 81559, "0.5.11", "0.5.11"
+    )
+    assert text_only.prefill_graph and not with_images.prefill_graph
+    assert with_images.mem_fraction_static_auto < text_only.mem_fraction_static_auto
