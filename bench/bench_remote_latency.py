@@ -7,6 +7,7 @@ connect+tail costs. Both are measured in the same run, over loopback, against th
 
 Run by hand from the repository root:
     .venv/bin/python bench/bench_remote_latency.py [--lines 300] [--polls 15]
+    .venv/bin/python bench/bench_remote_latency.py --launches 20   # the launch pre-checks' cost
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sgtui.remote.connection import Connection
 from sgtui.remote.hosts import HostConfig
+from sgtui.remote.runs import RunManager
 from sgtui.remote.tail import follow
+from sgtui.remote.targets import Target
 from sgtui.sim.sshserver import SimSSHServer
 
 
@@ -149,14 +152,45 @@ async def openssh(tmp: Path, lines: int, polls: int) -> None:
         )
 
 
+async def launch_cost(tmp: Path, launches: int) -> None:
+    """What the launch pre-checks cost: a detached start of a plain binary (interpreter check only) beside
+    `python -m MODULE` (also asks that python whether the module exists, one interpreter start)."""
+    server = await SimSSHServer().start()
+    known = tmp / "kh-launch"
+    known.write_text(server.known_hosts_line() + "\n")
+    host = HostConfig("sim", "127.0.0.1", server.port, known_hosts=(str(known),))
+    conn = Connection(host, client_keys=[server.client_key], agent_path=None, user_known_hosts=None)
+    manager = RunManager(conn, Target(), str(tmp / "runs"))
+    print("\n## launch round trip (in-process server)")
+    try:
+        for label, argv in (
+            ("plain binary (/bin/true)", ["/bin/true"]),
+            ("python -m json.tool (module probe)", [sys.executable, "-m", "json.tool", "--help"]),
+        ):
+            costs = []
+            for _ in range(launches):
+                t0 = time.perf_counter()
+                await manager.launch(argv)
+                costs.append((time.perf_counter() - t0) * 1000)
+            median, p90 = statistics.median(costs), pct(costs, 0.9)
+            print(f"{label}: {launches} launches, median {median:.1f} ms, p90 {p90:.1f} ms")
+    finally:
+        await conn.close()
+        await server.close()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--lines", type=int, default=300)
     parser.add_argument("--polls", type=int, default=15)
+    parser.add_argument("--launches", type=int, default=0, help="also time N launches of each kind")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
+        if args.launches:
+            await launch_cost(Path(d), args.launches)
+            return
         await in_process(Path(d), args.lines, args.polls)
         await openssh(Path(d), args.lines, args.polls)
 

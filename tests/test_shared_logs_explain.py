@@ -43,3 +43,21 @@ def test_explain_json_matches_the_manifest_of_every_shared_log(
             if expected is not None and report["facts"].get(fact) != expected:
                 problems.append(f"{name}: fact {fact} = {report['facts'].get(fact)!r}, manifest {expected!r}")
     assert problems == []
+
+
+@pytest.mark.parametrize("prefix", ["sglang-1  | ", "Mar 02 08:00:58 gpu-host python3[40211]: ", "> "])
+def test_every_shared_log_reads_the_same_behind_a_collector_prefix(shared_logs: Path, prefix: str) -> None:
+    from sgtui.core.logs import classify_text
+
+    def verdict(text: str) -> tuple[Any, ...]:
+        analysis = classify_text(text)
+        report = analysis.to_json()
+        kinds = [(m["kind"], m["line"]) for m in report["milestones"]]
+        return report["outcome"], report["error_class"], report["error_line"], kinds, report["facts"]
+
+    for entry in _entries(shared_logs):
+        text = (shared_logs / entry["file"]).read_text(encoding="utf-8", errors="replace")
+        if classify_text(text).reversed_order:
+            continue  # a cloud export carries its own stamps; nothing wraps it again
+        wrapped = "".join(prefix + line for line in text.splitlines(keepends=True))
+        assert verdict(wrapped) == verdict(text), entry["file"]

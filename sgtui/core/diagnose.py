@@ -130,8 +130,11 @@ def mfs_suggestion(current: float | None, target: float, cost: str, *, higher: b
     if current is not None:
         higher = target > current
     verb = RAISE_MFS if higher else LOWER_MFS
-    start = f" from {_fmt_mfs(current)}" if current is not None else ""
-    text = f"{verb} --mem-fraction-static{start} to {_fmt_mfs(target)}"
+    if current is not None:
+        start = f" from {_fmt_mfs(current)} to"
+    else:  # the value in use is not in the log: a bound, so the direction holds whatever it was
+        start = " to at least" if higher else " to at most"
+    text = f"{verb} --mem-fraction-static{start} {_fmt_mfs(target)}"
     return Suggestion("--mem-fraction-static", _fmt_mfs(target), f"{text}: {cost}")
 
 
@@ -170,6 +173,15 @@ def _not_enough_memory(ctx: _Context) -> Diagnosis:
     mfs = f("mem_fraction_static") or ctx.fit_num("mem_fraction_static")
     draft = f("draft_weight_mem_gib")
     lines = [f"SGLang had no memory left for the KV cache pool when it sized it ({_phase_words(ctx.phase)})."]
+    mamba_pool = ctx.error.values.get("pool") == "mamba"
+    if mamba_pool:
+        reqs = ctx.error.values.get("max_num_reqs")
+        lines[0] = (
+            "The hybrid model's Mamba/linear-attention state cache got too little memory to serve even one "
+            f"request ({_phase_words(ctx.phase)}"
+            + (f"; SGLang computed room for {int(reqs)} requests" if isinstance(reqs, int | float) else "")
+            + ")."
+        )
     if baseline is not None:
         lines.append(f"Free memory per GPU before the weights (the baseline): {_gib(baseline)}{derived}.")
     if weights is not None:
@@ -195,6 +207,15 @@ def _not_enough_memory(ctx: _Context) -> Diagnosis:
     elif mfs is not None:
         lines.append(f"--mem-fraction-static was {_fmt_mfs(mfs)}.")
     suggestions: list[Suggestion] = []
+    if mamba_pool:
+        mrr = ctx.num("max_running_requests")
+        suggestions.append(
+            Suggestion(
+                "--max-running-requests",
+                str(max(1, int(mrr) // 2)) if mrr else None,
+                "Fewer concurrent requests need fewer Mamba state slots; fewer requests run at once.",
+            )
+        )
     suggestions += _mamba_speculative_suggestions(ctx, rest, lines)
     suggestions += _extra_buffer_suggestion(ctx)
     need = max(
@@ -525,8 +546,9 @@ def _cuda_graph_failed(ctx: _Context) -> Diagnosis:
         )
     else:
         detail = (
-            f"CUDA graph capture crashed with an error that is not about memory: {text.strip()[:300]} "
-            "The kernel named in the traceback failed while being captured." + numbers
+            f"CUDA graph capture crashed with an error that is not about memory: "
+            f"{text.strip()[:300].rstrip('.')}. The kernel named in the traceback failed while being "
+            "captured." + numbers
         )
     suggestions = [
         Suggestion(

@@ -20,9 +20,9 @@ from sgtui.core.fit_defaults import (
     defaults_family,
     multimodal_enabled,
     resolve_defaults,
+    rule_version,
     runtime_multimodal_factor,
     version_family,
-    version_tuple,
 )
 from sgtui.core.fit_errors import PredictedError
 from sgtui.core.fit_mamba import MambaBudget, resolve_strategy, take_state
@@ -189,7 +189,7 @@ def _resolve(
     )
     if not 0 < mfs < 1:
         raise UserError(f"--mem-fraction-static {mfs}: must be between 0 and 1 (e.g. 0.85)")
-    shrink = runtime_multimodal_factor(spec, model, version_tuple(version))
+    shrink = runtime_multimodal_factor(spec, model, rule_version(version))
     if shrink != 1.0:
         mfs *= shrink
         notes.append(f"SGLang {version} reduces --mem-fraction-static to {mfs:.3f}: a multimodal model.")
@@ -208,7 +208,7 @@ def _resolve(
     sd = speculative_params(spec, model)
     max_running = spec.max_running_requests
     draft_w = 0.0
-    parts = version_tuple(version)
+    parts = rule_version(version)
     if sd is not None:
         if max_running is None and parts >= (0, 4, 6):  # the 48-request default arrived in 0.4.6
             max_running = DEFAULT_MAX_RUNNING
@@ -242,7 +242,7 @@ def _resolve(
         ctx=spec.context_length or model.context_length,
         page=spec.page_size or _default_page_size(spec),
         layout=kv_layout(spec, model, family, elem, parts, gpu.name),
-        shape=state_shape(spec, model),
+        shape=state_shape(spec, model, parts),
         draft_layers=draft_kv_layers(model, sd, draft_model),
     )
 
@@ -285,7 +285,7 @@ def _compute(
         rest_gib=x.available - x.slack_budget - mm_reserve,
         kv_pool_gib=0.0,
         kv_cell_bytes=round(x.layout.cell_bytes),
-        kv_cache_dtype=kv_dtype(spec, model, version_tuple(version))[0],
+        kv_cache_dtype=kv_dtype(spec, model, rule_version(version))[0],
         page_size=x.page,
         max_total_num_tokens=0,
         max_running_requests=0,
@@ -402,7 +402,19 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
         cell += int(cell * x.draft_layers / x.layout.kv_layers)  # DefaultPoolConfigurator.__init__ (0.5.23)
     report.kv_cell_bytes = round(cell)
     rest_bytes = int(b.rest * GIB)
-    tokens = _page_floor(int(rest_bytes // cell), page) if rest_bytes > 0 else 0
+    swa_cap = _swa_request_cap(x, page)
+    if swa_cap is not None:
+        # the sliding-window pool is sized first, from the requests; the full pool gets the rest
+        layout = x.layout
+        swa_bytes = swa_cap * (layout.swa_k_bytes_per_token_layer + layout.swa_v_bytes_per_token_layer)
+        swa_bytes *= layout.swa_layers
+        full_cell = (layout.k_bytes_per_token_layer + layout.v_bytes_per_token_layer) * layout.kv_layers
+        tokens = _page_floor(int((rest_bytes - swa_bytes) // full_cell), page)
+        report.kv_cell_bytes = round(full_cell)
+        if tokens <= 0:
+            raise PredictedError(fit_errors.swa_cap_no_room(swa_cap, swa_bytes / GIB, b.rest))
+    else:
+        tokens = _page_floor(int(rest_bytes // cell), page) if rest_bytes > 0 else 0
     if tokens <= 0:
         raise PredictedError(fit_errors.not_enough_memory(defaults_family(family, x.parts), x.mfs))
     tokens = _page_floor(_with_speculative_headroom(tokens, x), page)
@@ -417,12 +429,15 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
     report.max_total_num_tokens = tokens
     report.kv_pool_gib = b.rest
     if x.layout.swa:
-        swa_tokens = (
-            tokens if x.layout.all_swa else _page_floor(int(tokens * spec.swa_full_tokens_ratio), page)
-        )
+        if swa_cap is not None:
+            swa_tokens = min(swa_cap, spec.max_total_tokens or swa_cap)
+        elif x.layout.all_swa:
+            swa_tokens = tokens
+        else:
+            swa_tokens = _page_floor(int(tokens * spec.swa_full_tokens_ratio), page)
         report.swa = {"full_tokens": 0 if x.layout.all_swa else tokens, "swa_tokens": swa_tokens}
         window = model.sliding_window
-        if family == "0.5.23" and window and window + page >= swa_tokens:
+        if family == "0.5.23" and swa_cap is None and window and window + page >= swa_tokens:
             raise PredictedError(fit_errors.swa_pool_too_small(swa_tokens, window, page))
 
     mrr = _max_running(family, tokens, x.ctx, x.max_running, x.dp)
@@ -463,11 +478,46 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
     return refused
 
 
+# SGLANG_SWA_EVICTION_INTERVAL's default: sliding-window slots a request keeps past its window.
+SWA_EVICTION_INTERVAL = 128
+
+
+def _swa_request_cap(x: _Inputs, page: int) -> int | None:
+    """0.5.23 sizes the sliding-window pool from the requests instead of --swa-full-tokens-ratio when
+    the radix cache is off, max_running_requests is known and prefill is chunked
+    (SWARequestCapPoolConfigurator, compute_swa_request_cap): per request the window, the eviction
+    interval x draft tokens, a page and one decode step's allocation; plus the prefill chunks in
+    flight. None when that sizing does not apply."""
+    spec, layout, window = x.spec, x.layout, x.model.sliding_window
+    chunk = x.defaults.chunked_prefill_size
+    if not (
+        x.family == "0.5.23"
+        and layout.swa
+        and not layout.all_swa
+        and spec.disable_radix_cache
+        and x.max_running is not None
+        and chunk > 0
+        and window
+    ):
+        return None
+    sd = x.sd
+    draft = sd.draft_tokens if sd is not None else 1
+    if sd is None:
+        decode_alloc = page
+    else:
+        step = -(-max(sd.steps * sd.topk, sd.draft_tokens) // page) * page
+        decode_alloc = step if spec.disable_overlap_schedule else 2 * step
+    per_request = window + SWA_EVICTION_INTERVAL * draft + page + decode_alloc
+    chunks_in_flight = 1 if spec.disable_overlap_schedule else 2
+    cap = per_request * max(1, x.max_running // x.dp) + chunks_in_flight * chunk + page
+    return -(-cap // page) * page
+
+
 def _with_speculative_headroom(tokens: int, x: _Inputs) -> int:
-    """0.4.1 to 0.5.6 grow an EAGLE target's pool past the profiled size (init_memory_pool: "both
-    verify and draft tokens can be concurrently allocated, so we should give a headroom"): by
-    requests x steps + 100 up to 0.4.3, then by requests x (steps x topk + draft tokens) + 100. The
-    requests are --max-running-requests (48 under EAGLE from 0.4.6), else SGLang's estimate."""
+    """0.4.1 to 0.5.6 grow an EAGLE target's pool past the profiled size (model_runner.init_memory_pool),
+    since draft and verify tokens of the same requests share it: by requests x steps + 100 up to
+    0.4.3, then by requests x (steps x topk + draft tokens) + 100. The requests are
+    --max-running-requests (48 under EAGLE from 0.4.6), else SGLang's estimate."""
     sd = x.sd
     if sd is None or sd.algorithm == "NGRAM" or not (0, 4, 1) <= x.parts < (0, 5, 7):
         return tokens

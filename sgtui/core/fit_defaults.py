@@ -2,7 +2,10 @@
 --mem-fraction-static.
 
 Read from server_args.py `_handle_gpu_memory_settings` (0.5.9, 0.5.11) and
-arg_groups/memory_hook.py `handle_gpu_memory_settings` / `reserve_for_graph_mb` (0.5.23).
+arg_groups/memory_hook.py `handle_gpu_memory_settings` / `reserve_for_graph_mb` (0.5.23); the
+automatic fraction of older releases (0.3.x to 0.5.2, which predate the reservation formula) and
+their multimodal shrink come from each release's server_args.py and model_runner.py. The family is
+flags.version_family's, so the flag table and the memory rules agree on every version string.
 """
 
 from __future__ import annotations
@@ -28,6 +31,17 @@ def version_tuple(version: str) -> tuple[int, int, int]:
     return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
 
 
+def rule_version(version: str) -> tuple[int, int, int]:
+    """The release whose rules apply: the version itself, except an untagged source build ("0.0.0.dev…",
+    what `pip show sglang` reports for a git checkout), which gets its family's release."""
+    parts = version_tuple(version)
+    if parts[:2] == (0, 0):
+        family = flag_version_family(version)
+        assert family is not None
+        return version_tuple(family)
+    return parts
+
+
 def version_family(version: str) -> tuple[str, str]:
     """(family, note): which studied release's memory rules a version follows.
 
@@ -36,6 +50,8 @@ def version_family(version: str) -> tuple[str, str]:
     parts = version_tuple(version)
     family = flag_version_family(version)
     assert family is not None
+    if parts[:2] == (0, 0):
+        return family, f"SGLang {version} is an untagged build: using the {family} rules"
     if parts < (0, 5, 9):
         return family, f"SGLang {version} is older than 0.5.9: using the 0.5.9 base formula"
     if parts == version_tuple(family):
@@ -182,7 +198,7 @@ def legacy_auto_mfs(spec: LaunchSpec, gpu_mib: int, version: str) -> float | Non
     - 0.4.7: the same, 0.79 above 180,000 MiB, all but 20 GiB (or x0.95) with speculative decoding;
     - 0.4.7.post1 to 0.5.2: a reservation per GPU class (+2 GiB EAGLE, +6 GiB STANDALONE from 0.5.2,
       +4 GiB DP attention), rounded to 3 decimals."""
-    parts, post = version_tuple(version), post_release(version)
+    parts, post = rule_version(version), post_release(version)
     if parts >= (0, 5, 3):
         return None
     parallel = spec.tp_size * spec.pp_size
@@ -223,7 +239,7 @@ def resolve_defaults(
     """The tier sizes and SGLang's automatic mem-fraction-static for this launch on this GPU
     (`version`, when given, selects the pre-0.5.3 rules for the automatic fraction, and 0.5.10's
     handle_gpu_memory_settings, which is 0.5.11's: the prefill graph on by default)."""
-    parts = version_tuple(version) if version else (0, 5, 9)
+    parts = rule_version(version) if version else (0, 5, 9)
     family = defaults_family(family, parts)
     chunk_default, bs_default = _tier(gpu_mib, spec.tp_size, family)
     chunk = spec.chunked_prefill_size if spec.chunked_prefill_size is not None else chunk_default

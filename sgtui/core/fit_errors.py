@@ -73,6 +73,16 @@ def swa_pool_too_small(swa_tokens: int, window: int, page: int) -> str:
     )
 
 
+def swa_cap_no_room(swa_tokens: int, swa_gib: float, available_gib: float) -> str:
+    """0.5.23 SWARequestCapPoolConfigurator: the request-sized sliding-window pool leaves nothing for
+    the full-attention pool."""
+    return (
+        f"RuntimeError: SWA pool cap ({swa_tokens} tokens, {swa_gib:.2f} GiB) leaves no room for the full "
+        f"KV pool within the available {available_gib:.2f} GiB. Reduce --max-running-requests, lower "
+        "SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static."
+    )
+
+
 def max_running_zero() -> str:
     """The assertion in managers/tp_worker.py (old releases)."""
     return "AssertionError: max_running_request is zero"

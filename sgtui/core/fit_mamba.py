@@ -151,7 +151,7 @@ def _take_state_before_059(
     explicit = spec.max_mamba_cache_size
     fallback = explicit if explicit is not None else (max_running or LEGACY_MAMBA_SLOTS)
     if parts < (0, 5, 4):
-        b.radix_disabled = True  # "Hybrid GDN model detected, disable radix cache"
+        b.radix_disabled = True  # 0.5.2/0.5.3 always ran hybrid GDN models without the radix cache
         b.ratio = 1
         b.k = fallback // dp
         b.rest -= b.k * slot / GIB

@@ -11,7 +11,7 @@ mem_cache/memory_pool.py (the +page rows and K+1 slots).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sgtui.core.errors import UserError
 from sgtui.core.flags import LaunchSpec
@@ -134,7 +134,7 @@ def hybrid_swa_enabled(
         return False
     arch = model.architecture
     if arch.startswith("MiMoV2") and spec.enable_hierarchical_cache:
-        return False  # "Disable hybrid SWA memory for MiMoV2FlashForCausalLM model with hierarchical cache"
+        return False  # server_args turns the split off for MiMo-V2 under the hierarchical cache
     gpt_oss = arch == "GptOssForCausalLM"
     if parts < (0, 5, 8):
         return not (gpt_oss or arch.startswith("Llama4"))
@@ -206,10 +206,13 @@ def kv_layout(
             swa_k = swa_kvh * (model.swa_head_dim or model.head_dim) * elem
             swa_v = swa_kvh * (model.swa_v_head_dim or model.swa_head_dim or model.v_head_dim) * elem
             all_swa = n_full == 0
+            # before 0.5.9 set_num_tokens_hybrid_swa split a token count priced at the full layers'
+            # size, so sliding-window layers with fewer heads or a smaller head_dim still cost as much
+            swa_priced = swa_k + swa_v if parts >= (0, 5, 9) else k_bytes + v_bytes
             cell = (
                 (swa_k + swa_v) * n_swa
                 if all_swa
-                else (k_bytes + v_bytes) * n_full + (spec.swa_full_tokens_ratio * (swa_k + swa_v) * n_swa)
+                else (k_bytes + v_bytes) * n_full + spec.swa_full_tokens_ratio * swa_priced * n_swa
             )
             return KvLayout(
                 cell_bytes=cell,
@@ -271,8 +274,13 @@ def _ssm_dtype(spec: LaunchSpec, config_dtype: str | None) -> tuple[str, int]:
     return name, _SSM_DTYPES[name]
 
 
-def state_shape(spec: LaunchSpec, model: ModelFacts) -> StateShape | None:
-    """The per-slot recurrent state of a GDN or Mamba2 hybrid (None for models without one)."""
+def state_shape(
+    spec: LaunchSpec, model: ModelFacts, parts: tuple[int, int, int] = (0, 5, 9)
+) -> StateShape | None:
+    """The per-slot recurrent state of a GDN or Mamba2 hybrid (None for models without one). Before
+    0.5.9 --mamba-ssm-dtype defaulted to float32 and the config's mamba_ssm_dtype was not read."""
+    if parts < (0, 5, 9) and spec.mamba_ssm_dtype is None:
+        spec = replace(spec, mamba_ssm_dtype="float32")
     t = attention_tp(spec)
     layers = _layers_per_stage(model.linear_attention_layers, spec.pp_size)
     if model.mamba2 is not None:

@@ -34,6 +34,9 @@ KV_CACHE = re.compile(
     r"(?:(\w+) )?KV Cache (?:is allocated|VA upper bound)\. (?:dtype: ([\w.]+), )?(?:#tokens: (\d+), )?"
     r"(?:K size: " + _NUM + r" GB, V size: " + _NUM + r" GB|KV size: " + _NUM + r" GB)"
 )
+SWA_KV_POOL = re.compile(
+    r"SWAKVPool (?:mem usage|VA upper bound): " + _NUM + r" ?GB, swa size: (\d+), full size: (\d+)"
+)
 # 0.5.23 with post-capture KV sizing: the pool's real size, after a "KV Cache VA upper bound" line.
 POST_CAPTURE_KV = re.compile(r"KV cache allocated\. (?:dtype: ([\w.]+), )?#tokens: (\d+), KV size: " + _NUM)
 # "Capture cuda graph failed: ", "Capture prefill CUDA graph failed: ", "Capture single-CG draft extend
@@ -325,7 +328,7 @@ def parse_progress(body: str) -> tuple[int, int, int] | None:
 _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Exit))(?::\s*(.*))?$")
 _NOT_ENOUGH = re.compile(
     r"Not enought? memory\. Please try to increase --mem-fraction-static"
-    r"(?:\.? ?Current value: (?:self\.server_args\.)?mem_fraction_static=" + _NUM + ")?"
+    r"(?:\.? ?Current value: (?:(?:self\.server_args\.)?mem_fraction_static=)?" + _NUM + ")?"
 )
 _LEAVE_NO = re.compile(r"leave no GPU memory for the KV cache under --mem-fraction-static=" + _NUM)
 _UNBALANCED = re.compile(
@@ -390,6 +393,12 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     if "Raise --mem-fraction-static above" in body:
         return "not_enough_memory", "fatal", {}
     if "too small to serve any requests" in body or "Memory pool size is too small" in body:
+        if "mamba" in body:  # 0.5.23: "Hybrid (mamba/linear-attention) state cache is too small to serve ..."
+            values: dict[str, Any] = {"pool": "mamba"}
+            for key, raw in SUMMARY_PAIR.findall(body):
+                if key in ("max_num_reqs", "mamba_ratio", "max_mamba_cache_size"):
+                    values[key] = num(raw)
+            return "not_enough_memory", "fatal", values
         return "not_enough_memory", "fatal", {}
     if "max_running_request is zero" in body:
         return "not_enough_memory", "fatal", {}

@@ -310,6 +310,6 @@ def resolve_error(state: StartupState) -> ErrorInfo | None:
         chosen.phase,
         chosen.time,
         chosen.values,
-        death.line if death else None,
-        death.text if death else None,
+        death.line if death and not death.values.get("trailing") else None,
+        death.text if death and not death.values.get("trailing") else None,
     )

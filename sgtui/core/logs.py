@@ -83,6 +83,7 @@ class LogClassifier:
         self._last_generic: tuple[int, str | None] | None = None
         self._batches_seen = False
         self._last_message_line = 0  # the last line that said what went wrong (not just that something died)
+        self._last_record_line = 0
         self._after_frame = False  # the line after `File "..."` is that frame's source code, not a message
         self._last_frame = ""
         self._last_source = ""
@@ -146,7 +147,12 @@ class LogClassifier:
         out: list[LogEvent] = [] if events is None else events
         state = self.state
         trace = self._open_trace
-        if trace is not None and self._last_frame and self._last_message_line < trace[0]:
+        if (
+            trace is not None
+            and self._last_frame
+            and self._last_message_line < trace[0]
+            and trace[0] >= self._last_record_line
+        ):
             state.notes.add(TRACE_CUT)  # "the child's traceback is right there, cut before its last line"
             state.facts.setdefault("last_traceback_frame", self._last_frame)
         if state.error is not None or "ready" in state.milestones or ANSWERED in state.notes:
@@ -154,13 +160,19 @@ class LogClassifier:
         generic = self._last_generic
         if trace is not None and self._trace_frames and not self._trace_in_sglang:
             return out  # a library's own traceback (multiprocessing's resource tracker at exit, say)
+        if trace is not None and trace[0] < self._last_record_line:
+            return out  # SGLang went on logging after the traceback: it survived it
         if trace is not None:
             if self._last_message_line < trace[0]:
                 text = "Traceback (most recent call last): the log ends before the exception's own line"
                 values = {"cut": True, "last_frame": self._last_frame or None}
                 self._signal((None, "generic", values), trace[0], trace[1], (), text, out)
             self._signal((None, "death", {"trailing": True}), trace[0], trace[1], (), "(end of log)", out)
-        elif generic is not None and generic[0] > self._last_milestone_line:
+        elif (
+            generic is not None
+            and generic[0] > self._last_milestone_line
+            and generic[0] >= self._last_record_line
+        ):
             self._signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
         return out
 
@@ -235,6 +247,8 @@ class LogClassifier:
         body = body.rstrip()
         if not body:
             return
+        if time is not None:
+            self._last_record_line = n  # SGLang's own logger wrote this line: the process was alive
         if time is None:
             time = cloud_time
         if time is not None:
@@ -368,6 +382,15 @@ class LogClassifier:
                 self._fact("kv_size_gib", values.get("kv_size_gib"), _FROM_RUNTIME)
                 self._fact("kv_cache_dtype", dtype, _FROM_RUNTIME)
             self._milestone("kv_cache_allocated", n, time, ranks, values, body, events)
+            return True
+        if body.startswith("SWAKVPool "):
+            # "SWAKVPool mem usage: 79.94 GB, swa size: 798276, full size: 997846" (0.5.9+): both pools at
+            # once; kv_tokens stays what the first KV line said (0.5.9 logs the sliding-window pool first).
+            m = rules.SWA_KV_POOL.search(body)
+            if m is not None:
+                self._fact("kv_pool_gib", rules.num(m.group(1)), _FROM_RUNTIME)
+                self._fact("swa_kv_tokens", int(m.group(2)), _FROM_RUNTIME)
+                self._fact("full_kv_tokens", int(m.group(3)), _FROM_RUNTIME)
             return True
         if "Post-capture KV sizing: KV cache allocated" in body:
             m = rules.POST_CAPTURE_KV.search(body)

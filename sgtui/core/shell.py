@@ -190,6 +190,11 @@ boot_id() { cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown; }
 """
 
 
+_FIND_MODULE = (
+    "import importlib.util, sys; sys.exit(3 if importlib.util.find_spec(sys.argv[1]) is None else 0)"
+)
+
+
 def detach_script(
     run_dir: str,
     argv: Sequence[str],
@@ -211,11 +216,17 @@ def detach_script(
         " || fail write\n"
         for name, body in (files or {}).items()
     )
-    exe_check = (
-        f'exe={shlex.quote(argv[0])}\nif [ ! -f "$exe" ] || [ ! -x "$exe" ]; then fail not-executable; fi\n'
-        if argv[0].startswith("/")
-        else ""
-    )
+    exe_check = ""
+    if argv[0].startswith("/"):
+        exe_check = (
+            f"exe={shlex.quote(argv[0])}\n"
+            + 'if [ ! -f "$exe" ] || [ ! -x "$exe" ]; then fail not-executable; fi\n'
+        )
+    if exe_check and len(argv) >= 3 and argv[1] == "-m":
+        # `python -m sglang.launch_server` without sglang installed would only show up in the log
+        probe = inner_command([argv[0], "-c", _FIND_MODULE, argv[2].split(".")[0]], env).removeprefix("exec ")
+        # stdin from /dev/null: under `bash -s` the script itself is on stdin
+        exe_check += f"{probe} < /dev/null 2>/dev/null; [ $? = 3 ] && fail no-module\n"
     runner = '"$@"; rc=$?; echo $rc > "$0.rc.tmp" && mv -f "$0.rc.tmp" "$0.rc"'
     return (
         "set -u\n"

@@ -153,7 +153,7 @@ class RunManager:
         script = shell.detach_script(run_dir, argv, env, log_name=LOG_NAME, files=files)
         marker, result = await self._script(script, "launch the server")
         if "error" in marker:
-            raise RunError(self._launch_failure(str(marker["error"]), run_dir, argv[0], result))
+            raise RunError(self._launch_failure(str(marker["error"]), run_dir, argv, result))
         try:
             pid, pgid, start, boot = _checked_ids(marker)
         except (shell.ShellError, KeyError) as exc:
@@ -178,7 +178,8 @@ class RunManager:
             boot=boot,
         )
 
-    def _launch_failure(self, error: str, run_dir: str, exe: str, result: Result) -> str:
+    def _launch_failure(self, error: str, run_dir: str, argv: Sequence[str], result: Result) -> str:
+        exe = argv[0]
         where = f"{self.host} {self.target.label}" if self.target.kind != "host" else self.host
         if error == "log-exists":
             return f"{self.host}: log {run_dir}/{LOG_NAME} already exists; refusing to reuse it"
@@ -186,6 +187,12 @@ class RunManager:
             return (
                 f"the interpreter {exe} does not exist or is not executable on {where}: set the profile's "
                 "`python:` to the python of the environment where SGLang is installed"
+            )
+        if error == "no-module":
+            module = argv[2].split(".")[0] if len(argv) > 2 else "its"
+            return (
+                f"{exe} on {where} has no {module} module: install SGLang into that environment, or set the "
+                "profile's `python:` to the environment that has it"
             )
         if error == "run-dir":
             return explain_failure(self.host, self.target, result, f"create the run directory {run_dir}")

@@ -72,7 +72,6 @@ async def follow(
                     data = await stream.read(read_size)
                     if not data:
                         break
-                    delay = backoff_start
                     if not begun:
                         pending += data
                         at = pending.find(BEGIN)
@@ -82,6 +81,7 @@ async def follow(
                     complete, pending = split_complete(pending + data)
                     if not complete:
                         continue
+                    delay = backoff_start  # only real log bytes prove the follow works (not our marker)
                     start = offset
                     offset += len(complete)
                     yield LogChunk(complete[:-1].decode("utf-8", "replace").split("\n"), start, offset)

@@ -254,6 +254,8 @@ def explain_failure(host: str, target: Target, result: _Failed, doing: str) -> s
         )
     if target.kind == "docker" and "is not running" in low:
         return f"cannot {doing}: Docker container {target.id} on {host} is stopped; start it (docker start)"
+    if target.kind == "pct" and ("permission check failed" in low or "must be root" in low):
+        return f"cannot {doing} on {where}: this login may not use pct ({last}); connect to {host} as root"
     if "bash: no such file or directory" in low or (missing("bash") and target.kind != "host"):
         return f"cannot {doing} on {where}: bash is not installed there, and sgtui needs it"
     if "no space left on device" in low:

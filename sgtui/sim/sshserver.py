@@ -134,10 +134,10 @@ class _ExecSession(asyncssh.SSHServerSession):  # type: ignore[misc]
 
     def signal_received(self, signal_name: str) -> None:
         """OpenSSH refuses SSH signals for root ("session signalling requires privilege separation")."""
-        if not self._server.allow_signals or self._proc is None:
-            return
+        if not self._server.allow_signals or self._proc is None or self._proc.returncode is not None:
+            return  # once reaped, the pid may belong to someone else
         sig = getattr(signal, "SIG" + signal_name, None)
-        if sig is not None:
+        if isinstance(sig, signal.Signals):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, sig)
 

@@ -282,8 +282,8 @@ def test_a_healthy_log_needs_no_diagnosis() -> None:
     [
         (0.85, 0.9, True, "Raise --mem-fraction-static from 0.85 to 0.9"),
         (0.9, 0.85, True, "Lower --mem-fraction-static from 0.9 to 0.85"),
-        (None, 0.8, False, "Lower --mem-fraction-static to 0.8"),
-        (None, 0.9, True, "Raise --mem-fraction-static to 0.9"),
+        (None, 0.8, False, "Lower --mem-fraction-static to at most 0.8"),
+        (None, 0.9, True, "Raise --mem-fraction-static to at least 0.9"),
     ],
 )
 def test_a_fraction_suggestion_says_which_way_it_moves(

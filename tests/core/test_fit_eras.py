@@ -308,3 +308,77 @@ def test_gemma_3_is_served_text_only_unless_multimodal_is_enabled() -> None:
     )
     assert text_only.prefill_graph and not with_images.prefill_graph
     assert with_images.mem_fraction_static_auto < text_only.mem_fraction_static_auto
+
+
+# --- DeepSeek sparse attention with an FP8 KV cache ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "gpu", "flags_given", "row"),
+    [
+        ("0.5.11", "H200", {}, 576),  # 0.5.11 prices the raw row, whatever the pool then stores
+        ("0.5.23", "H200", {}, 656),  # Hopper's default flashmla_kv row: 512 + 4 scales x 4 B + 64 x 2 B
+        ("0.5.23", "B200", {}, 576),  # Blackwell's default trtllm backend keeps the raw row
+        ("0.5.23", "H200", {"--dsa-decode-backend": "trtllm"}, 576),
+    ],
+)
+def test_a_dsa_fp8_token_costs_what_that_release_and_backend_store(
+    version: str, gpu: str, flags_given: dict[str, str], row: int
+) -> None:
+    glm5 = load_model_facts(MODELS / "glm_5_fp8")
+    spec = LaunchSpec(tp_size=8, mem_fraction_static=0.9, kv_cache_dtype="fp8_e4m3", values=flags_given)
+    r = fit(spec, glm5, parse_gpu(gpu), version=version, free_gib=139, weights_gib=89)
+    assert r.kv_cell_bytes == (row + 132) * 78  # + the indexer key: 128 B and one fp32 scale per layer
+
+
+def test_before_0_5_9_the_ssm_state_is_float32_whatever_the_config_says(qwen35: ModelFacts) -> None:
+    assert qwen35.linear is not None
+    bf16_config = replace(qwen35, linear=replace(qwen35.linear, ssm_dtype="bfloat16"))
+    spec = LaunchSpec(tp_size=2, mem_fraction_static=0.85)
+    old = fit(spec, bf16_config, H200, version="0.5.8", free_gib=139.0, weights_gib=25.5)
+    new = fit(spec, bf16_config, H200, version="0.5.9", free_gib=139.0, weights_gib=25.5)
+    assert old.mamba is not None and new.mamba is not None
+    assert (old.mamba.ssm_dtype, new.mamba.ssm_dtype) == ("float32", "bfloat16")
+
+
+def test_an_untagged_source_build_follows_its_family_not_the_oldest_rules(llama8b: ModelFacts) -> None:
+    # `pip show sglang` on a git checkout says 0.0.0.devN (a real Qwen3.5-9B log: 0.0.0.dev11582)
+    family, note = version_family("0.0.0.dev11582+g4df60434d")
+    assert family == flags.version_family("0.0.0.dev11582+g4df60434d") and "untagged" in note
+    dev = fit(LaunchSpec(), llama8b, H100, version="0.0.0.dev11582", free_gib=78.5, weights_gib=15.0)
+    assert dev.mem_fraction_static == fit(LaunchSpec(), llama8b, H100, version=family).mem_fraction_static
+
+
+def test_before_0_5_9_sliding_window_layers_are_priced_like_full_ones(gpt_oss: ModelFacts) -> None:
+    # a MiMo-V2-style model whose sliding-window layers keep half the KV heads (sgl-project/sglang#18039
+    # fixed the over-pricing in 0.5.9)
+    mimo = replace(gpt_oss, architecture="MiMoV2FlashForCausalLM", swa_num_kv_heads=4)
+    spec = LaunchSpec(mem_fraction_static=0.85)
+    full_layer = 2 * 8 * 64 * 2
+    old = fit(spec, mimo, H100, version="0.5.8", free_gib=78, weights_gib=13)
+    new = fit(spec, mimo, H100, version="0.5.11", free_gib=78, weights_gib=13)
+    assert old.kv_cell_bytes == round(12 * full_layer + 0.8 * 12 * full_layer)
+    assert new.kv_cell_bytes == round(12 * full_layer + 0.8 * 12 * full_layer / 2)
+
+
+def test_0_5_23_sizes_the_window_pool_from_the_requests_when_the_radix_cache_is_off(
+    gpt_oss: ModelFacts,
+) -> None:
+    spec = LaunchSpec(
+        mem_fraction_static=0.85,
+        disable_radix_cache=True,
+        max_running_requests=16,
+        chunked_prefill_size=8192,
+    )
+    r = fit(spec, gpt_oss, H100, version="0.5.23", free_gib=78, weights_gib=13)
+    # per request: window 128 + eviction interval 128 + a page + one decode token; two prefill chunks
+    cap = (128 + 128 + 1 + 1) * 16 + 2 * 8192 + 1
+    assert r.swa is not None and r.swa["swa_tokens"] == cap
+    per_layer = 2 * 8 * 64 * 2
+    used = (r.max_total_num_tokens * 12 + cap * 12) * per_layer
+    assert used <= r.kv_pool_gib * 2**30 < used + 12 * per_layer
+    # with the radix cache on, the ratio rule splits the same budget
+    ratio = fit(
+        replace(spec, disable_radix_cache=False), gpt_oss, H100, version="0.5.23", free_gib=78, weights_gib=13
+    )
+    assert ratio.swa is not None and ratio.swa["swa_tokens"] == int(ratio.max_total_num_tokens * 0.8)

@@ -3,6 +3,8 @@ SGLang's short `[MM-DD HH:MM:SS]` prefix. The SGLang record inside must read exa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sgtui.core.diagnose import diagnose
@@ -197,3 +199,41 @@ def test_rank_tags_of_any_name_are_read_as_ranks() -> None:
         "x",
     )
     assert split_prefix("[W115 13:56:53.633401730 compiler_depend.ts:207] x")[1] == ()
+
+
+FIXTURES = sorted((Path(__file__).resolve().parent.parent / "fixtures" / "logs").glob("*.log"))
+WRAPPERS = {
+    "compose": "sglang-1  | ",
+    "kubectl": "[pod/sglang-0/server] ",
+    "journald": "Mar 02 08:00:58 gpu-host python3[40211]: ",
+    "ray": "(SGLangActor pid=7781) ",
+    "docker-desktop": "2026-03-02 08:00:58 ",
+    "quote": "> ",
+}
+
+
+def _verdict(text: str) -> dict[str, object]:
+    report = classify_text(text).to_json()
+    return {
+        "outcome": report["outcome"],
+        "error_class": report["error_class"],
+        "error_line": report["error_line"],
+        "milestones": [(m["kind"], m["line"], m["rank"]) for m in report["milestones"]],
+        "times": [m["time"] for m in report["milestones"]],
+        "facts": report["facts"],
+    }
+
+
+@pytest.mark.parametrize("wrapper", list(WRAPPERS))
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.stem)
+def test_every_fixture_log_reads_the_same_behind_every_collector_prefix(fixture: Path, wrapper: str) -> None:
+    text = fixture.read_text()
+    prefix = WRAPPERS[wrapper]
+    wrapped = "".join(prefix + line for line in text.splitlines(keepends=True))
+    bare, seen = _verdict(text), _verdict(wrapped)
+    bare_times, seen_times = bare.pop("times"), seen.pop("times")
+    assert seen == bare
+    # SGLang's own stamp wins; a collector's stands in only where SGLang printed none (the gpu_id= era).
+    assert [t for t, b in zip(seen_times, bare_times, strict=True) if b is not None] == [
+        b for b in bare_times if b is not None
+    ]

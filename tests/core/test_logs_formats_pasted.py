@@ -219,3 +219,18 @@ def test_logged_requests_are_the_clients_words_not_the_servers() -> None:
     )
     assert (analysis.outcome, analysis.error) == ("ready", None)
     assert analysis.state.signals == []
+
+
+def test_a_traceback_sglang_went_on_logging_after_is_no_failure_even_without_a_milestone() -> None:
+    analysis = classify_text(
+        _log(
+            "[2025-01-10 06:31:40 TP0] Load weight begin. avail mem=40.00 GB",
+            "Traceback (most recent call last):",
+            '  File "/opt/sglang/srt/layers/quantization/__init__.py", line 40, in <module>',
+            "    from vllm.model_executor.layers import fused_moe",
+            "ModuleNotFoundError: No module named 'vllm'",
+            "[2025-01-10 06:31:41 TP0] Using model weights format ['*.safetensors']",
+            "Loading safetensors checkpoint shards:  25% Completed | 1/4 [00:01<00:03,  1.2s/it]",
+        )
+    )
+    assert analysis.error is None

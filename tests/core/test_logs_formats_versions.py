@@ -130,3 +130,29 @@ def test_a_lone_exit_code_minus_9_of_0_5_9_is_the_oom_killer() -> None:
         "[2026-01-05 10:00:02] Exit code: -9\n"
     )
     assert analysis.error is not None and analysis.error.error_class == "oom_killed"
+
+
+def test_an_swa_pool_summary_gives_both_pool_sizes_and_leaves_the_first_kv_lines_count() -> None:
+    analysis = classify_text(
+        "[2026-02-01 10:00:00 TP0] KV Cache is allocated. #tokens: 798276, K size: 30.0 GB, V size: 30.0 GB\n"
+        "[2026-02-01 10:00:00 TP0] KV Cache is allocated. #tokens: 997846, K size: 9.97 GB, V size: 9.97 GB\n"
+        "[2026-02-01 10:00:00 TP0] SWAKVPool mem usage: 79.94 GB, swa size: 798276, full size: 997846\n"
+    )
+    facts = analysis.facts
+    assert (facts["swa_kv_tokens"], facts["full_kv_tokens"], facts["kv_pool_gib"]) == (798276, 997846, 79.94)
+    assert facts["kv_tokens"] == 798276  # what the first KV line said, as for every other pool
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "Current value: self.server_args.mem_fraction_static=0.82",
+        "Current value: mem_fraction_static=0.82",
+        "Current value: 0.82",
+    ],
+)
+def test_every_spelling_of_the_current_mem_fraction_static_is_read(tail: str) -> None:
+    analysis = classify_text(
+        f"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. {tail}\n"
+    )
+    assert analysis.facts["mem_fraction_static"] == 0.82

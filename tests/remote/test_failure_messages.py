@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,7 @@ async def test_a_run_dir_that_cannot_be_created_is_named(conn: Connection, tmp_p
         ),
         ("Configuration file 'nodes/pve/lxc/129.conf' does not exist", "gpu1 has no container 129"),
         ("lxc-attach: 129: attach.c: bash: No such file or directory", "bash is not installed there"),
+        ("Permission check failed (/vms/129, VM.Console)", "this login may not use pct"),
     ],
 )
 def test_common_remote_failures_read_as_one_sentence_with_a_remedy(stderr: str, expected: str) -> None:
@@ -154,3 +156,18 @@ async def test_a_run_record_claiming_another_target_or_odd_gpus_is_skipped(
         (runs / name / "command.json").write_text(json.dumps(command))
     listed = await RunManager(conn, Target(), str(runs)).list_runs()
     assert [(r.id, r.target, r.gpus) for r in listed] == [("20260101-000003-dddddd", Target(), [0, 1])]
+
+
+async def test_an_environment_without_sglang_is_named_before_anything_starts(
+    conn: Connection, tmp_path: Path
+) -> None:
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/bash\nexec {sys.executable} -I "$@"\n')  # isolated: sees no sglang
+    python.chmod(0o755)
+    manager = RunManager(conn, Target(), str(tmp_path / "runs"))
+    with pytest.raises(RunError, match=rf"{python} on sim has no sglang module: install SGLang"):
+        await manager.launch([str(python), "-m", "sglang.launch_server", "--port", "30000"])
+    assert await manager.list_runs() == []
+    run = await manager.launch([str(python), "-m", "json.tool", "--help"])  # a module it has: starts
+    assert run.pid == run.pgid

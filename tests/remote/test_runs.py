@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -298,3 +299,12 @@ async def test_runs_work_the_same_on_the_local_transport(tmp_path: Path, fake_se
     assert (await mgr.status(run)).state is RunState.RUNNING
     assert (await mgr.stop(run, grace=2)).signal == "TERM"
     assert (await mgr.status(run)).state is RunState.DEAD
+
+
+async def test_a_launch_too_big_for_one_command_line_still_checks_and_starts(
+    manager: RunManager, tmp_path: Path
+) -> None:
+    profile = "# notes\n" + "x" * 150_000 + "\n"  # pushes the launch script onto stdin (`bash -s`)
+    run = await manager.launch([sys.executable, "-m", "json.tool", "--help"], None, profile)
+    assert Path(run.run_dir, "profile.yaml").read_text() == profile
+    assert [r.id for r in await manager.list_runs()] == [run.id]

@@ -136,3 +136,27 @@ async def test_the_last_line_of_a_log_without_a_final_newline_is_read_once_the_w
     assert await read_rest(conn, str(log), offset=rest.end) == LogChunk([], rest.end, rest.end)
     log.write_bytes(b"a\nb\n")
     assert await read_rest(conn, str(log)) == LogChunk(["a", "b"], 0, 4)
+
+
+async def test_a_follow_that_keeps_failing_backs_off_instead_of_spinning(
+    fake_bin: Path, tmp_path: Path
+) -> None:
+    broken_tail = fake_bin / "tail"
+    broken_tail.write_text("#!/bin/sh\necho 'tail: cannot follow' >&2\nexit 1\n")
+    broken_tail.chmod(0o755)
+    attempts: list[float] = []
+    loop = asyncio.get_running_loop()
+    async with SimSSHServer(env=host_env(fake_bin)) as server:
+        conn = pinned_connection(server, tmp_path)
+        try:
+            gen = follow(
+                conn, str(tmp_path / "server.log"), on_reconnect=lambda _: attempts.append(loop.time())
+            )
+            task = asyncio.ensure_future(anext(gen))
+            while len(attempts) < 5:
+                await asyncio.sleep(0.05)
+            task.cancel()
+        finally:
+            await conn.close()
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
+    assert gaps[3] >= 0.35, f"retries must slow down (50 ms, doubling): {gaps}"
