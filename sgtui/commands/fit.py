@@ -159,34 +159,17 @@ def render_text(report: FitReport, model: ModelFacts) -> str:
     if r.draft_weights_gib:
         weights += f", draft {r.draft_weights_gib:.2f} GiB ({_src(r.draft_weights_estimated)})"
     rows.append(("weights W", weights))
-    how = "auto" if r.mem_fraction_static_is_auto else f"set; auto would be {r.mem_fraction_static_auto:.3f}"
-    rows.append(("mem-fraction-static", f"{r.mem_fraction_static:.3f} ({how})"))
+    auto = f"{printed_fraction(r.mem_fraction_static_auto):.4g}"
+    how = "auto" if r.mem_fraction_static_is_auto else f"set; auto would be {auto}"
+    rows.append(("mem-fraction-static", f"{printed_fraction(r.mem_fraction_static):.4g} ({how})"))
     slack_budget = r.baseline_free_gib * (1 - r.mem_fraction_static)
     reserve = r.available_after_weights_gib - slack_budget - r.rest_gib
     budget = f"rest = A - P*(1-mfs) = {r.available_after_weights_gib:.2f} - {slack_budget:.2f}"
     if reserve > 0.005:
         budget += f" - {reserve:.2f} (multimodal reserve)"
     rows.append(("static budget", f"{budget} = {r.rest_gib:.2f} GiB"))
-    if r.mamba is not None:
-        m = r.mamba
-        rows.append(
-            (
-                "linear-attn state",
-                f"{m.max_mamba_cache_size}+1 slots x {m.slot_bytes / 2**20:.1f} MiB = {m.state_gib:.2f} GiB "
-                f"({m.ssm_dtype} SSM, {m.strategy}, {m.ratio} slot(s)/request)",
-            )
-        )
-        if m.spec_state_gib:
-            rows.append(("speculative state", f"{m.spec_state_gib:.2f} GiB"))
-    if r.error is None or r.max_total_num_tokens:
-        rows.append(
-            (
-                "KV pool",
-                f"{r.kv_pool_gib:.2f} GiB / {r.kv_cell_bytes:,} B per token = "
-                f"{r.max_total_num_tokens:,} tokens "
-                f"({r.kv_cache_dtype}, page {r.page_size})",
-            )
-        )
+    rows.extend(_budget_rows(r))
+    if r.error is None or r.max_total_num_tokens > 0:
         if r.swa:
             rows.append(
                 ("sliding window", f"full {r.swa['full_tokens']:,} / SWA {r.swa['swa_tokens']:,} tokens")
@@ -212,6 +195,9 @@ def render_text(report: FitReport, model: ModelFacts) -> str:
         seen += f"; pool end avail {log['memory_pool_end_avail_gib']:.2f} GB"
         rows.append(("SGLang should log", seen))
     rows.append(("verdict", r.verdict.upper()))
+    cause = _cause(r)
+    if cause:
+        rows.append(("why", cause))
     if r.error:
         rows.append(("error", r.error))
     width = max(len(k) for k, _ in rows)
@@ -223,3 +209,36 @@ def render_text(report: FitReport, model: ModelFacts) -> str:
         lines.append("notes:")
         lines.extend(f"  - {n}" for n in r.notes)
     return "\n".join(lines)
+
+
+def _budget_rows(r: FitReport) -> list[tuple[str, str]]:
+    """What each pool took from the static budget and what was left for the KV pool, with the counts
+    that made each one that large (the same lines as the JSON `budget`, for fits and fails alike)."""
+    rows: list[tuple[str, str]] = []
+    for line in r.budget:
+        if line.key == "static_budget":
+            continue
+        if line.key == "kv_pool":
+            tokens = f"{line.count}, {line.detail}" if line.count else line.detail
+            rows.append(("= KV pool", f"{line.gib:.2f} GiB left: {tokens}"))
+            continue
+        took = -line.gib
+        verb = "takes" if took >= 0 else "gives back"
+        what = f" for {line.count}" if line.count else ""
+        rows.append((f"- {line.label}", f"{verb} {abs(took):.2f} GiB{what} ({line.detail})"))
+    return rows
+
+
+def _cause(r: FitReport) -> str:
+    """When the pools ate the static budget: the biggest bite, against the budget it came from."""
+    if r.verdict != "fails" or not r.budget or r.kv_pool_gib > 0:
+        return ""
+    bites = [b for b in r.budget if b.key not in ("static_budget", "kv_pool") and b.gib < 0]
+    if not bites:
+        return f"the static budget ({r.rest_gib:.2f} GiB) leaves nothing for the KV pool"
+    worst = min(bites, key=lambda b: b.gib)
+    what = f" for {worst.count}" if worst.count else ""
+    return (
+        f"the {worst.label}{what} takes {-worst.gib:.2f} GiB of the {r.rest_gib:.2f} GiB static budget; "
+        f"{-r.kv_pool_gib:.2f} GiB more would be needed for the KV pool to hold anything"
+    )

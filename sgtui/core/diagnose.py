@@ -264,9 +264,12 @@ def _not_enough_memory(ctx: _Context) -> Diagnosis:
     if shrink or (weights and baseline and weights > 0.85 * baseline):
         suggestions += _smaller_weights(ctx, weights)
     suggestions = _with_fit(ctx, suggestions)
-    return Diagnosis(
-        "Not enough GPU memory for the KV cache", " ".join(lines), suggestions, "not_enough_memory"
+    title = (
+        "Not enough GPU memory for the Mamba state cache"
+        if mamba_pool
+        else "Not enough GPU memory for the KV cache"
     )
+    return Diagnosis(title, " ".join(lines), suggestions, "not_enough_memory")
 
 
 def _mamba_speculative_suggestions(ctx: _Context, rest: float | None, lines: list[str]) -> list[Suggestion]:

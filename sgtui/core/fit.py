@@ -36,7 +36,7 @@ from sgtui.core.fit_pools import (
     state_shape,
     weight_bytes_on_gpu,
 )
-from sgtui.core.fit_report import FitReport, FitWarning, MambaPool, Warning
+from sgtui.core.fit_report import BudgetLine, FitReport, FitWarning, MambaPool, Warning
 from sgtui.core.fit_spec import (
     DEFAULT_MAX_RUNNING,
     SpecDecoding,
@@ -48,7 +48,7 @@ from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import GpuSpec
 from sgtui.core.model import ModelFacts
 
-__all__ = ["FitReport", "FitWarning", "Warning", "fit"]
+__all__ = ["BudgetLine", "FitReport", "FitWarning", "Warning", "fit"]
 
 GIB = 1 << 30
 
@@ -348,12 +348,15 @@ def _page_floor(tokens: int, page: int) -> int:
 
 def _size_pools(report: FitReport, x: _Inputs) -> str | None:
     """The part of startup that can raise, in SGLang's order: config checks, the Mamba state, the
-    budget check, the KV pool, max_running_requests.
+    budget check, the KV pool, max_running_requests. Each step is written into `report` as soon as
+    it is computed, so a failure leaves the steps that led to it.
 
     Returns the error of an argument-time refusal that does not depend on memory (a --context-length
     above the config's), after sizing the pools anyway: the figures stay useful, and a config whose
     context length SGLang derives differently (or an env override) does not hide them."""
     spec, model, family = x.spec, x.model, x.family
+    log = report.predicted_log
+    log["mem_fraction_static"] = x.mfs
     # argument-time checks (ServerArgs / ModelConfig), before any GPU work
     refused = None
     if x.ctx > model.context_length:
@@ -374,22 +377,32 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
     # after distributed init: the balance check, then the weights
     if spec.tp_size > 1 and len(x.free_per_gpu) > 1 and x.p < 0.9 * max(x.free_per_gpu):
         raise PredictedError(fit_errors.unbalanced(x.p, max(x.free_per_gpu)))
+    log["load_weight_begin_avail_gib"] = round(x.p, 2)
     if x.available < 0:
         raise PredictedError(fit_errors.CUDA_OOM)  # the weights alone do not fit: OOM while loading
+    log["weight_mem_gib"] = round(x.w, 2)
+    log["avail_mem_after_weights_gib"] = round(x.p - x.w, 2)
+    report.budget.append(
+        BudgetLine("static_budget", "static budget", report.rest_gib, detail="A - P*(1-mfs)")
+    )
+    if x.max_running is not None:
+        report.max_running_requests = max(1, x.max_running // x.dp)
     if x.shape is not None:
         draft_tokens = x.sd.draft_tokens if x.sd else None
-        take_state(
-            b,
-            spec,
-            family,
-            parts=x.parts,
-            slot=x.shape.slot_bytes,
-            draft_tokens=draft_tokens,
-            max_running=x.max_running,
-            dp=x.dp,
-        )
-    if family == "0.5.23" and b.rest <= 0:
-        raise PredictedError(fit_errors.loaded_weights(x.mfs, x.available, x.p))
+        try:
+            take_state(
+                b,
+                spec,
+                family,
+                parts=x.parts,
+                slot=x.shape.slot_bytes,
+                draft_tokens=draft_tokens,
+                max_running=x.max_running,
+                dp=x.dp,
+            )
+        finally:
+            _record_state(report, x, b)
+    report.kv_pool_gib = b.rest
     page = report.page_size
     cell = x.layout.cell_bytes
     folds_draft = (
@@ -411,11 +424,18 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
         full_cell = (layout.k_bytes_per_token_layer + layout.v_bytes_per_token_layer) * layout.kv_layers
         tokens = _page_floor(int((rest_bytes - swa_bytes) // full_cell), page)
         report.kv_cell_bytes = round(full_cell)
+        report.max_total_num_tokens = tokens
         if tokens <= 0:
+            report.budget.append(_kv_line(report, x, folds_draft))
             raise PredictedError(fit_errors.swa_cap_no_room(swa_cap, swa_bytes / GIB, b.rest))
     else:
-        tokens = _page_floor(int(rest_bytes // cell), page) if rest_bytes > 0 else 0
-    if tokens <= 0:
+        # floor division, as SGLang does it: a negative remainder gives a negative count
+        tokens = _page_floor(int(rest_bytes // cell), page)
+    report.max_total_num_tokens = tokens
+    if (family == "0.5.23" and b.rest <= 0) or tokens <= 0:
+        report.budget.append(_kv_line(report, x, folds_draft))
+        if family == "0.5.23" and b.rest <= 0:
+            raise PredictedError(fit_errors.loaded_weights(x.mfs, x.available, x.p))
         raise PredictedError(fit_errors.not_enough_memory(defaults_family(family, x.parts), x.mfs))
     tokens = _page_floor(_with_speculative_headroom(tokens, x), page)
     if spec.max_total_tokens is not None:
@@ -427,7 +447,6 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
         else:
             tokens = _page_floor(spec.max_total_tokens, page)
     report.max_total_num_tokens = tokens
-    report.kv_pool_gib = b.rest
     if x.layout.swa:
         if swa_cap is not None:
             swa_tokens = min(swa_cap, spec.max_total_tokens or swa_cap)
@@ -436,7 +455,10 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
         else:
             swa_tokens = _page_floor(int(tokens * spec.swa_full_tokens_ratio), page)
         report.swa = {"full_tokens": 0 if x.layout.all_swa else tokens, "swa_tokens": swa_tokens}
+    report.budget.append(_kv_line(report, x, folds_draft))
+    if report.swa is not None:
         window = model.sliding_window
+        swa_tokens = report.swa["swa_tokens"]
         if family == "0.5.23" and swa_cap is None and window and window + page >= swa_tokens:
             raise PredictedError(fit_errors.swa_pool_too_small(swa_tokens, window, page))
 
@@ -458,6 +480,7 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
             )
         mrr = min(mrr, cap)
         if mrr <= 0:
+            report.max_running_requests = mrr
             if family == "0.5.23":
                 raise PredictedError(fit_errors.mamba_no_requests(b.k, b.ratio, mrr))
             raise PredictedError(fit_errors.max_running_zero())
@@ -476,6 +499,67 @@ def _size_pools(report: FitReport, x: _Inputs) -> str | None:
             )
     _predict_log(report, x, b)
     return refused
+
+
+def _record_state(report: FitReport, x: _Inputs, b: MambaBudget) -> None:
+    """The Mamba step as far as it got: the pool (sized for the requests known so far), what the
+    speculative and the main state took from the budget, and why they are that large."""
+    shape = x.shape
+    assert shape is not None
+    if b.spec_requests:
+        report.max_running_requests = b.spec_requests
+    report.mamba = _mamba_pool(x, b, b.spec_requests)
+    slot_mib = f"{shape.slot_bytes / 2**20:.1f} MiB per slot"
+    per_request = (
+        "radix cache off: 1 slot per running request"
+        if b.radix_disabled
+        else f"{b.strategy}: {b.ratio} slots per running request"
+    )
+    if b.spec_state_gib:
+        report.budget.append(
+            BudgetLine(
+                "speculative_state",
+                "speculative state",
+                -b.spec_state_gib,
+                b.spec_detail,
+                f"{slot_mib}; each running request keeps the state of every draft token",
+            )
+        )
+    if x.family == "0.5.23" and b.k <= 0:
+        report.budget.append(
+            BudgetLine(
+                "mamba_state",
+                "Mamba state",
+                0.0,
+                f"max_mamba_cache_size {b.k}",
+                f"{slot_mib}; not one slot fits in what the speculative state left",
+            )
+        )
+    elif b.k_rule:
+        slots = f"{b.state_slots} slots"
+        if b.state_slots == b.k + 1:
+            slots += f" (max_mamba_cache_size {b.k} + 1 padding)"
+        if b.k < 0:
+            why = f"max_mamba_cache_size {b.k}: SGLang split a budget that was already negative"
+        else:
+            why = f"max_mamba_cache_size = {b.k_rule}"
+        report.budget.append(
+            BudgetLine("mamba_state", "Mamba state", -b.state_gib, slots, f"{slot_mib}; {why}; {per_request}")
+        )
+
+
+def _kv_line(report: FitReport, x: _Inputs, folds_draft: bool) -> BudgetLine:
+    tokens = report.max_total_num_tokens
+    if report.swa is not None and not x.layout.all_swa:
+        count = f"full {tokens:,} + sliding-window {report.swa['swa_tokens']:,} tokens"
+    else:
+        count = f"{tokens:,} tokens"
+    detail = f"{report.kv_cell_bytes:,} B per token ({report.kv_cache_dtype}, page {report.page_size})"
+    if folds_draft:
+        detail += ", the draft model's KV included"
+    if report.kv_pool_gib <= 0 or tokens <= 0:
+        detail += "; nothing is left for the KV cache"
+    return BudgetLine("kv_pool", "KV pool", report.kv_pool_gib, count, detail)
 
 
 # SGLANG_SWA_EVICTION_INTERVAL's default: sliding-window slots a request keeps past its window.
@@ -531,10 +615,11 @@ def _with_speculative_headroom(tokens: int, x: _Inputs) -> int:
 
 
 def _mamba_pool(x: _Inputs, b: MambaBudget, mrr: int) -> MambaPool:
-    """The state pool as allocated: K+1 slots, and the intermediate caches sized by max_running."""
+    """The state pool as allocated: K+1 slots (none when K came out negative), and the intermediate
+    caches sized by max_running."""
     shape = x.shape
     assert shape is not None
-    slots = b.k + 1
+    slots = max(b.k + 1, 0)
     inter_ssm = inter_conv = 0.0
     if x.sd is not None:
         d, rows = x.sd.draft_tokens, mrr + 1
@@ -564,14 +649,10 @@ def _predict_log(report: FitReport, x: _Inputs, b: MambaBudget) -> None:
     """The numbers SGLang would print, rounded as it prints them (keys as in `sgtui explain` facts)."""
     layout, tokens, page = x.layout, report.max_total_num_tokens, report.page_size
     log = report.predicted_log
-    log["load_weight_begin_avail_gib"] = round(x.p, 2)
-    log["weight_mem_gib"] = round(x.w, 2)
-    log["avail_mem_after_weights_gib"] = round(x.p - x.w, 2)
     log["max_total_num_tokens"] = tokens
     log["kv_tokens"] = tokens
     log["max_running_requests"] = report.max_running_requests
     log["context_length"] = x.ctx
-    log["mem_fraction_static"] = x.mfs
     rows = tokens + page  # the pools keep page_size padding rows
     if layout.all_swa:
         k, v, n = layout.swa_k_bytes_per_token_layer, layout.swa_v_bytes_per_token_layer, layout.swa_layers

@@ -26,6 +26,12 @@ class MambaBudget:
     ratio: int = 1  # state slots per running request
     k: int = 0  # max_mamba_cache_size
     spec_state_gib: float = 0.0  # speculative intermediate state taken from rest
+    # what made the deductions that large, for the budget breakdown
+    spec_requests: int = 0  # the running requests the speculative state was sized for
+    spec_detail: str = ""  # "48 requests x 4 draft tokens"
+    state_gib: float = 0.0  # the state pool taken from rest (K or K+1 slots, as the version counts)
+    state_slots: int = 0
+    k_rule: str = ""  # where K came from
 
 
 def resolve_strategy(
@@ -89,40 +95,62 @@ def take_state(
     if family != "0.5.23":
         if speculative:
             assert max_running is not None
-            b.spec_state_gib = slot * (max_running // dp) * d / GIB  # reserved before the split, uncapped
-            b.rest -= b.spec_state_gib
+            _spec(b, slot, max_running // dp, max_running // dp, d)  # before the split, uncapped
         if spec.max_mamba_cache_size is not None:
-            b.k = spec.max_mamba_cache_size // dp
+            b.k, b.k_rule = spec.max_mamba_cache_size // dp, "--max-mamba-cache-size"
         elif b.radix_disabled and max_running is not None:
-            b.k = max_running // dp
+            b.k, b.k_rule = max_running // dp, RULE_RUNNING
         else:
-            b.k = int((b.rest * r / (1 + r) * GIB) // slot)
-        b.rest -= b.k * slot / GIB
+            b.k, b.k_rule = int((b.rest * r / (1 + r) * GIB) // slot), _split_rule(r)
+        _state(b, slot, b.k)
         return
     if spec.max_mamba_cache_size is not None:
-        b.k = spec.max_mamba_cache_size // dp
+        b.k, b.k_rule = spec.max_mamba_cache_size // dp, "--max-mamba-cache-size"
         if speculative:
             assert max_running is not None
             capped = min(max(1, max_running // dp), b.k // b.ratio)
-            b.spec_state_gib = slot * (capped + 1) * d / GIB
+            _spec(b, slot, capped, capped + 1, d)
     elif b.radix_disabled and max_running is not None:
-        b.k = max(1, max_running // dp)
+        b.k, b.k_rule = max(1, max_running // dp), RULE_RUNNING
         if speculative:
-            b.spec_state_gib = slot * (b.k + 1) * d / GIB
+            _spec(b, slot, b.k, b.k + 1, d)
     else:
         budget_bytes = b.rest * r / (1 + r) * GIB
         if speculative:
             assert max_running is not None
             # joint solve: main state + intermediate state = the Mamba share of rest
             b.k = int((budget_bytes - slot * (1 + d)) // (slot * (1 + d / b.ratio)))
+            b.k_rule = f"{_split_rule(r)}, solved jointly with the speculative state"
             capped = min(max(1, max_running // dp), b.k // b.ratio)
-            b.spec_state_gib = slot * (capped + 1) * d / GIB
+            _spec(b, slot, capped, capped + 1, d)
         else:
-            b.k = int((budget_bytes - slot) // slot)
-    b.rest -= b.spec_state_gib
+            b.k, b.k_rule = int((budget_bytes - slot) // slot), _split_rule(r)
     if b.k <= 0:
         raise fit_errors.PredictedError(fit_errors.mamba_cache_too_small(b.k, b.rest, slot))
-    b.rest -= (b.k + 1) * slot / GIB  # the pool pads one slot
+    _state(b, slot, b.k + 1)  # the pool pads one slot
+
+
+RULE_RUNNING = "max running requests (radix cache off)"
+
+
+def _split_rule(ratio: float) -> str:
+    return f"the --mamba-full-memory-ratio {ratio:g} share of the budget"
+
+
+def _spec(b: MambaBudget, slot: int, requests: int, rows: int, d: int) -> None:
+    """Take the speculative intermediate state: `rows` request rows x `d` draft tokens x one slot."""
+    b.spec_requests = requests
+    padding = " (+1 padding row)" if rows == requests + 1 else ""
+    b.spec_detail = f"{requests} requests{padding} x {d} draft tokens"
+    b.spec_state_gib = slot * rows * d / GIB
+    b.rest -= b.spec_state_gib
+
+
+def _state(b: MambaBudget, slot: int, slots: int) -> None:
+    """Take `slots` state slots (K, or K+1 where the version budgets the padding slot)."""
+    b.state_slots = slots
+    b.state_gib = slots * slot / GIB
+    b.rest -= b.state_gib
 
 
 # The default state-pool size while the radix cache was off for hybrid models (0.5.2 to 0.5.8).
@@ -150,27 +178,38 @@ def _take_state_before_059(
     share_bytes = b.rest * r / (1 + r) * GIB
     explicit = spec.max_mamba_cache_size
     fallback = explicit if explicit is not None else (max_running or LEGACY_MAMBA_SLOTS)
+    fallback_rule = (
+        "--max-mamba-cache-size"
+        if explicit is not None
+        else "max running requests"
+        if max_running
+        else f"the default {LEGACY_MAMBA_SLOTS} slots"
+    )
     if parts < (0, 5, 4):
         b.radix_disabled = True  # 0.5.2/0.5.3 always ran hybrid GDN models without the radix cache
         b.ratio = 1
-        b.k = fallback // dp
-        b.rest -= b.k * slot / GIB
+        b.k, b.k_rule = fallback // dp, fallback_rule
+        _state(b, slot, b.k)
         return
     if parts < (0, 5, 7):
         if b.radix_disabled:
-            b.k = fallback
+            b.k, b.k_rule = fallback, fallback_rule
         else:
-            b.k = int(share_bytes // slot // (1 + d))
+            b.k, b.k_rule = int(share_bytes // slot // (1 + d)), _split_rule(r)
         b.k //= dp
-        b.spec_state_gib = b.k * slot * d / GIB
-        b.rest -= b.k * slot * (1 + d) / GIB
+        if d:
+            # each slot carries d speculative copies
+            b.spec_requests = b.k
+            b.spec_detail = f"{b.k} slots x {d} draft tokens"
+            b.spec_state_gib = b.k * slot * d / GIB
+            b.rest -= b.spec_state_gib
+        _state(b, slot, b.k)
         return
     if d and max_running is not None:
-        b.spec_state_gib = slot * (max_running // dp) * d / GIB
-        b.rest -= b.spec_state_gib
+        _spec(b, slot, max_running // dp, max_running // dp, d)
         share_bytes = b.rest * r / (1 + r) * GIB
     if b.radix_disabled or explicit is not None:
-        b.k = fallback // dp
+        b.k, b.k_rule = fallback // dp, fallback_rule
     else:
-        b.k = int(share_bytes // slot)
-    b.rest -= b.k * slot / GIB
+        b.k, b.k_rule = int(share_bytes // slot), _split_rule(r)
+    _state(b, slot, b.k)

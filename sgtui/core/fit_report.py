@@ -41,13 +41,43 @@ class MambaPool:
     intermediate_conv_gib: float
 
 
+@dataclass(frozen=True)
+class BudgetLine:
+    """One step of the static budget, in SGLang's order: the budget itself, what each pool took from
+    it (negative), and last what was left for the KV pool (negative when the launch fails there).
+
+    `key` is stable for programs (static_budget, speculative_state, mamba_state, kv_pool); `label`
+    and `count` are for people: `count` names what made the line that large ("48 requests x 4 draft
+    tokens", "48 slots"); `detail` says where that number came from."""
+
+    key: str
+    label: str
+    gib: float
+    count: str = ""
+    detail: str = ""
+
+    @property
+    def item(self) -> str:
+        return f"{self.label} ({self.count})" if self.count else self.label
+
+
 @dataclass
 class FitReport:
     """The predicted startup of one launch: inputs, budget lines, pools, verdict and advice.
 
     Sizes are GiB per GPU (SGLang's "GB"). `rest_gib` is the static budget A - P*(1-mfs) before the
     Mamba state; `kv_pool_gib` what is left of it for the KV pool; `slack_gib` what stays free for
-    CUDA graphs and activations after every pool (and, before 0.5.23, the draft model)."""
+    CUDA graphs and activations after every pool (and, before 0.5.23, the draft model); `budget` the
+    steps from one to the other.
+
+    A failing report keeps every step SGLang computed before it stopped: `budget`, `mamba` (its K
+    as computed, possibly negative; its pools count no slot below zero), `kv_pool_gib` (negative when
+    the pools ate the budget), `max_total_num_tokens` as SGLang computes it before its check:
+    floor(left bytes / cell bytes), page-floored, so <= 0 when nothing is left (0.5.23 stops one step
+    earlier, at "Loaded weights leave no GPU memory"; the same formula gives the shortfall there), and
+    `max_running_requests` as the requests the speculative state was sized for (the user's value or
+    SGLang's 48); each stays 0 or None when SGLang failed before computing it (weights that do not
+    load, unbalanced GPUs, refused arguments)."""
 
     sglang_version: str
     family: str
@@ -88,6 +118,7 @@ class FitReport:
     notes: list[str] = field(default_factory=list)
     predicted_log: dict[str, float | int | None] = field(default_factory=dict)
     dtype: str = ""  # the model's runtime dtype ("bfloat16")
+    budget: list[BudgetLine] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The `sgtui fit --json` object (DESIGN.md contract keys first; sizes in GiB)."""
@@ -112,7 +143,7 @@ class FitReport:
             "gpu_total_gib": _r(self.gpu_total_gib),
             "baseline_free_gib": _r(self.baseline_free_gib),
             "mem_fraction_static": self.mem_fraction_static,
-            "mem_fraction_static_auto": self.mem_fraction_static_auto,
+            "mem_fraction_static_auto": printed_fraction(self.mem_fraction_static_auto),
             "weights_gib": _r(self.weights_gib),
             "draft_weights_gib": _r(self.draft_weights_gib),
             "rest_gib": _r(self.rest_gib),
@@ -150,7 +181,18 @@ class FitReport:
             "activation_estimate_gib": _r(self.activation_estimate_gib),
             "predicted_log": self.predicted_log,
             "notes": self.notes,
+            "budget": [
+                {"key": b.key, "item": b.item, "gib": _r(b.gib), "count": b.count, "detail": b.detail}
+                for b in self.budget
+            ],
         }
+
+
+def printed_fraction(value: float) -> float:
+    """SGLang's automatic mem-fraction-static as a person reads it: the formula rounds to 3 decimals,
+    the VLM factor applied afterwards is not rounded (server_args logs the full float, e.g.
+    0.7962232031249999), so 4 decimals keep it distinguishable without the float noise."""
+    return round(value, 4)
 
 
 def _r(x: float) -> float:

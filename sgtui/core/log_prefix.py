@@ -107,8 +107,16 @@ _PY_LOGGING = re.compile(
     r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?: ?[+-]\d\d:?\d\d|Z)? - [\w.:-]+ - "
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) - "
 )
+# Wrappers logging a child's stderr with loguru or FastChat's format:
+# "2024-02-08 09:56:23 | ERROR | stderr | " / "2025-01-05 10:00:00.123 | INFO     | worker:run:42 - ".
+_PIPE_LOGGING = re.compile(
+    r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?) "
+    r"\| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| [\w.:<>-]+ (?:\| |- )"
+)
 # Docker Desktop's log view and `ts`-style stamping: "2025-02-04 21:29:17 " before the container's line.
 _PLAIN_STAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) ")
+# `srun --label` (Slurm, multi-node launches): "0: " / "12: " before each task's line.
+_SRUN_LABEL = re.compile(r"\d{1,5}: ")
 # Ray's worker prefix (verl and other RL stacks run SGLang inside Ray actors): "(WorkerDict pid=616, ip=..) ".
 _RAY = re.compile(r"\([\w.:-]+ pid=\d+(?:, ip=[\w.:-]+)?\) ")
 
@@ -117,7 +125,8 @@ def collector_prefix(line: str) -> tuple[str | None, str] | None:
     """(time or None, rest) for a line a log collector prefixed, else None: `name  | ` (docker compose),
     `[pod/p/c] ` (kubectl --prefix), `Mon DD HH:MM:SS host ident[pid]: ` (journald), `(Actor pid=N) ` (Ray),
     `2025-12-11 10:34:03,939 - name - INFO - ` (Python logging), `2025-02-04 21:29:17 ` (Docker Desktop's
-    log view), `> ` (a Markdown quote).
+    log view), `2024-02-08 09:56:23 | ERROR | stderr | ` (loguru, FastChat), `0: ` (`srun --label`), `> `
+    (a Markdown quote).
 
     Cheap for other lines: one or two character tests before any regex."""
     first = line[:1]
@@ -138,9 +147,16 @@ def collector_prefix(line: str) -> tuple[str | None, str] | None:
             m = _PY_LOGGING.match(line)
             if m is not None:
                 return m.group(1), line[m.end() :]
+        if " | " in line[:32]:
+            m = _PIPE_LOGGING.match(line)
+            if m is not None:
+                return m.group(1), line[m.end() :]
         m = _PLAIN_STAMP.match(line)
         if m is not None:
             return m.group(1), line[m.end() :]
+        m = _SRUN_LABEL.match(line)
+        if m is not None:
+            return None, line[m.end() :]
     if line.startswith(_MONTHS) or "]: " in line[:120]:
         m = _JOURNALD.match(line)
         if m is not None:

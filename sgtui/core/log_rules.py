@@ -281,6 +281,7 @@ def parse_summary(body: str) -> dict[str, Any]:
     """`max_total_num_tokens=..., max_running_requests=..., context_len=..., available_gpu_mem=... GB`."""
     values: dict[str, Any] = {}
     for key, raw in SUMMARY_PAIR.findall(body):
+        key = key.lower()  # 0.1.x capitalised the first one: "Max_total_num_token=115621"
         if key in SUMMARY_FACTS:
             values[SUMMARY_FACTS[key]] = scalar(raw)
     return values

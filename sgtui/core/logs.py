@@ -1,10 +1,11 @@
 """Streaming SGLang log classifier: log text in, milestones / progress / failure events out.
 
 `LogClassifier.feed(chunk)` takes text as it arrives (partial lines buffered, tqdm `\\r` rewrites and ANSI
-colours handled) and keeps a `StartupState`; `classify_text(text)` does a whole file, including
-cloud-logging exports written newest first. Work per line is bounded: lines are capped before any regex
-sees them, and the lines a running server prints most ("Decode batch", HTTP access) are skipped after a
-few substring tests.
+colours handled, collector prefixes such as docker compose's or journald's removed) and keeps a
+`StartupState`; `classify_text(text)` does a whole file, including cloud-logging exports written newest
+first and pasted logs that end inside the traceback that killed the launch (`end_of_log`). Work per line
+is bounded: lines are capped before any regex sees them, and the lines a running server prints most
+("Decode batch", HTTP access) are skipped after a few substring tests.
 """
 
 from __future__ import annotations
@@ -344,7 +345,7 @@ class LogClassifier:
             return True
         if "oad weight end" in body:
             values = rules.parse_load_end(body)
-            if not values and not body.startswith("load weight end"):
+            if not values and not body.lower().startswith("load weight end"):  # 0.1.x: "Load weight ends."
                 return False
             if self._is_draft_load(ranks, model_type=values.get("type")):
                 self._fact("draft_weight_mem_gib", values.get("mem_usage_gib"), _FROM_RUNTIME)
@@ -459,7 +460,7 @@ class LogClassifier:
                 self._fact("cuda_graph_batch_sizes", len(sizes), _FROM_RUNTIME)
                 self._fact("cuda_graph_max_bs_captured", max(sizes, default=None), _FROM_RUNTIME)
             return True
-        if body.startswith("max_total_num_token"):  # the scheduler's summary; 0.1.x says "num_token="
+        if body.startswith(("max_total_num_token", "Max_total_num_token")):  # 0.1.x: "Max_total_num_token="
             values = rules.parse_summary(body)
             if "max_total_num_tokens" not in values:
                 return False

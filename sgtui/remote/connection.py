@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import logging
 import os
 import re
 import time
@@ -28,7 +29,9 @@ from sgtui.remote.hosts import HostConfig, load_hosts, parse_jump, sgtui_known_h
 
 PasswordCallback = Callable[[str], Awaitable[str | None]]
 USER_KNOWN_HOSTS = Path(os.path.expanduser("~/.ssh/known_hosts"))
+GLOBAL_KNOWN_HOSTS = Path("/etc/ssh/ssh_known_hosts")  # admins (and Proxmox clusters) record keys here
 CHANNEL_RETRY_MAX_DELAY = 1.5
+_log = logging.getLogger(__name__)
 STREAM_RESERVE = 2  # channels of the budget kept for short commands
 
 
@@ -95,10 +98,17 @@ class HostKeyError(RemoteError):
         else:
             msg = (
                 f"unknown host key for {where}: {kind} {self.fingerprint}; compare it with "
-                f"`ssh-keygen -lf /etc/ssh/ssh_host_{kind.removeprefix('ssh-')}_key.pub` run on the host, "
+                f"`ssh-keygen -lf /etc/ssh/ssh_host_{_key_file_kind(kind)}_key.pub` run on the host, "
                 "then accept it"
             )
         super().__init__(msg)
+
+
+def _key_file_kind(algorithm: str) -> str:
+    """The word in sshd's host key file name for a key algorithm (ssh_host_<word>_key.pub)."""
+    if algorithm.startswith("ecdsa-"):
+        return "ecdsa"
+    return algorithm.removeprefix("ssh-").split("-")[0]
 
 
 @dataclass(frozen=True)
@@ -137,12 +147,17 @@ class _Subscribers:
         return lambda: self._sinks.remove(sink) if sink in self._sinks else None
 
     def emit(self, event: ConnectionEvent) -> None:
+        """Deliver to every sink; a failing one is logged and skipped, because events are emitted from
+        inside asyncssh's callbacks, where an exception would stop the reconnect from being scheduled."""
         self.last = event
         for sink in list(self._sinks):
-            if isinstance(sink, asyncio.Queue):
-                sink.put_nowait(event)
-            else:
-                sink(event)
+            try:
+                if isinstance(sink, asyncio.Queue):
+                    sink.put_nowait(event)
+                else:
+                    sink(event)
+            except Exception:
+                _log.exception("connection event subscriber failed on %s", event.state.value)
 
 
 # A name as it may appear in a known_hosts line: anything else (space, comma, *, ?, !, #, newline) would
@@ -167,10 +182,12 @@ def accept_host_key(host: HostConfig, key: asyncssh.SSHKey, path: Path | None = 
 
 
 def _known_hosts_paths(host: HostConfig, user_known_hosts: Path | None) -> list[Path]:
+    """Where trusted keys come from: the host entry's files, sgtui's own, and (unless the caller keeps
+    the user's files out, as tests do) ~/.ssh/known_hosts and the system-wide file `ssh` also reads."""
     found = [Path(p) for p in host.known_hosts]
     found.append(sgtui_known_hosts())
     if user_known_hosts is not None:
-        found.append(user_known_hosts)
+        found += [user_known_hosts, GLOBAL_KNOWN_HOSTS]
     return [p for p in found if p.is_file()]
 
 

@@ -222,13 +222,22 @@ class NvmlSampler:
         except pynvml.NVMLError as exc:
             return GpuSnapshot(self.host, [], GpuProblem(GpuState.NO_DRIVER, f"NVML: {exc}"))
         try:
-            readings = []
+            readings, unreadable = [], []
             for i in range(pynvml.nvmlDeviceGetCount()):
-                h = pynvml.nvmlDeviceGetHandleByIndex(i)
-                readings.append(_nvml_reading(pynvml, i, h))
+                try:  # one GPU fallen off the bus must not take the others with it
+                    readings.append(_nvml_reading(pynvml, i, pynvml.nvmlDeviceGetHandleByIndex(i)))
+                except pynvml.NVMLError as exc:
+                    unreadable.append(f"GPU {i}: {exc}")
             if not readings:
-                return GpuSnapshot(self.host, [], GpuProblem(GpuState.NO_DEVICES, "NVML reports no GPUs"))
-            return GpuSnapshot(self.host, readings)
+                problem = (
+                    GpuProblem(GpuState.UNREADABLE, "; ".join(unreadable))
+                    if unreadable
+                    else GpuProblem(GpuState.NO_DEVICES, "NVML reports no GPUs")
+                )
+                return GpuSnapshot(self.host, [], problem, unreadable)
+            return GpuSnapshot(self.host, readings, None, unreadable)
+        except pynvml.NVMLError as exc:
+            return GpuSnapshot(self.host, [], GpuProblem(GpuState.NO_DRIVER, f"NVML: {exc}"))
         finally:
             pynvml.nvmlShutdown()
 

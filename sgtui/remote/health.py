@@ -67,6 +67,12 @@ async def http_get(
     except TimeoutError:
         return HttpProbe(HttpState.TIMEOUT, detail=f"connect to {host}:{port} timed out")
     except asyncssh.ChannelOpenError as exc:
+        if exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED:
+            return HttpProbe(
+                HttpState.UNREACHABLE,
+                detail=f"{conn.host.name} does not allow SSH port forwarding ({exc.reason}), which the "
+                "health check uses: set `AllowTcpForwarding local` (or yes) for this user in its sshd_config",
+            )
         return HttpProbe(HttpState.REFUSED, detail=f"{host}:{port}: {exc.reason}")
     except ConnectionRefusedError as exc:
         return HttpProbe(HttpState.REFUSED, detail=f"{host}:{port}: {exc}")

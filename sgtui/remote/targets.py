@@ -253,10 +253,12 @@ def explain_failure(host: str, target: Target, result: _Failed, doing: str) -> s
             f"cannot {doing}: {host} has no Docker container {target.id}; `docker ps` lists the running ones"
         )
     if target.kind == "docker" and "is not running" in low:
-        return f"cannot {doing}: Docker container {target.id} on {host} is stopped; start it (docker start)"
+        name = target.id
+        return f"cannot {doing}: Docker container {name} on {host} is stopped; start it (docker start {name})"
     if target.kind == "pct" and ("permission check failed" in low or "must be root" in low):
         return f"cannot {doing} on {where}: this login may not use pct ({last}); connect to {host} as root"
-    if "bash: no such file or directory" in low or (missing("bash") and target.kind != "host"):
+    no_bash = ("bash: no such file or directory", 'exec: "bash": executable file not found')
+    if any(sign in low for sign in no_bash) or (missing("bash") and target.kind != "host"):
         return f"cannot {doing} on {where}: bash is not installed there, and sgtui needs it"
     if "no space left on device" in low:
         return f"cannot {doing} on {where}: its disk is full ({last}); free some space and try again"

@@ -226,6 +226,8 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
 
     def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
         """direct-tcpip to loopback only: enough for the health probe, nothing more."""
+        if not self._server.allow_tcp_forwarding:  # what sshd answers under `AllowTcpForwarding no`
+            raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "open failed")
         return dest_host in _LOOPBACK or dest_host.startswith("127.")
 
 
@@ -250,6 +252,7 @@ class SimSSHServer:
         kill_grace: float = 1.0,
         password: str | None = None,
         kbdint_only: bool = False,
+        allow_tcp_forwarding: bool = True,
         host_key: asyncssh.SSHKey | None = None,
         client_key: asyncssh.SSHKey | None = None,
     ) -> None:
@@ -262,6 +265,7 @@ class SimSSHServer:
         self.on_close: OnClose = on_close
         self.kill_grace = kill_grace
         self.password = password
+        self.allow_tcp_forwarding = allow_tcp_forwarding
         self.kbdint_only = kbdint_only  # ask the password through keyboard-interactive, as PAM setups do
         self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
         self.client_key = client_key or asyncssh.generate_private_key("ssh-ed25519")

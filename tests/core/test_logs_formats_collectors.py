@@ -55,6 +55,9 @@ def _wrapped(prefix: str) -> str:
         "2026-03-02T08:00:58.809061-04:00 gpu-host sglang[40211]: ",  # journalctl -o short-iso-precise
         "> ",  # pasted from a Markdown quote
         "2026-03-02 16:00:58 ",  # Docker Desktop's log view (local time before the container's own line)
+        "0: ",  # srun --label on a Slurm node
+        "2024-02-08 09:56:23 | ERROR | stderr | ",  # FastChat's worker relaying SGLang's stderr
+        "2025-01-05 10:00:00.123 | INFO     | worker:pump:42 - ",  # loguru
         "> sglang-1  | ",  # ... of a compose log
     ],
 )
@@ -208,6 +211,8 @@ WRAPPERS = {
     "journald": "Mar 02 08:00:58 gpu-host python3[40211]: ",
     "ray": "(SGLangActor pid=7781) ",
     "docker-desktop": "2026-03-02 08:00:58 ",
+    "srun": "1: ",
+    "fastchat": "2024-02-08 09:56:23 | ERROR | stderr | ",
     "quote": "> ",
 }
 

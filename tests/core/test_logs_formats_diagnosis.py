@@ -138,3 +138,18 @@ def test_a_bare_assertion_error_is_explained_by_the_line_it_asserted() -> None:
     diagnosis = diagnose(analysis)[0]
     assert "(in linear.py): `assert param_data.shape == loaded_weight.shape`" in diagnosis.detail
     assert "--load-format" in diagnosis.suggestions[0].why
+
+
+def test_a_hybrid_state_cache_too_small_for_one_request_is_named_as_such() -> None:
+    analysis = classify_text(
+        "RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+        "max_mamba_cache_size=None, mamba_ratio=0.9, resulting max_num_reqs=0. Try: (1) reduce "
+        "--max-running-requests, (2) increase --mem-fraction-static.\n"
+    )
+    assert analysis.error is not None and analysis.error.error_class == "not_enough_memory"
+    assert analysis.error.values["max_num_reqs"] == 0
+    diagnosis = diagnose(analysis)[0]
+    assert diagnosis.title == "Not enough GPU memory for the Mamba state cache"
+    assert "room for 0 requests" in diagnosis.detail
+    assert [s.flag for s in diagnosis.suggestions][:2] == ["--max-running-requests", "--mem-fraction-static"]
+    assert diagnosis.suggestions[1].why.startswith("Raise --mem-fraction-static")

@@ -156,3 +156,19 @@ def test_every_spelling_of_the_current_mem_fraction_static_is_read(tail: str) ->
         f"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. {tail}\n"
     )
     assert analysis.facts["mem_fraction_static"] == 0.82
+
+
+def test_the_capitalised_wordings_of_0_1_x_mark_their_milestones() -> None:
+    analysis = classify_text(
+        "Rank 0: Load weight begins.\n"
+        "Rank 1: Load weight begins.\n"
+        "Rank 0: Load weight ends.\n"
+        "Rank 1: Load weight ends.\n"
+        "Rank 1: Max_total_num_token=115621, max_prefill_num_token=16384, context_len=4096\n"
+    )
+    assert [m.kind for m in analysis.milestones] == [
+        "load_weight_begin",
+        "load_weight_end",
+        "max_total_num_tokens",
+    ]
+    assert (analysis.facts["max_total_num_tokens"], analysis.facts["context_length"]) == (115621, 4096)

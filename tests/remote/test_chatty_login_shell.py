@@ -12,7 +12,7 @@ import pytest
 from sgtui.remote.connection import Connection
 from sgtui.remote.gpu import GpuSampler
 from sgtui.remote.runs import RunManager, RunState
-from sgtui.remote.tail import follow
+from sgtui.remote.tail import LogChunk, follow, read_rest
 from sgtui.remote.targets import Target
 from sgtui.sim.sshserver import SimSSHServer
 
@@ -47,6 +47,9 @@ async def test_the_banner_is_not_counted_as_log_bytes(chatty: Connection, tmp_pa
             break
     assert [ln for c in chunks for ln in c.lines] == ["one", "two"]
     assert chunks[-1].end == log.stat().st_size
+    with log.open("a") as fh:
+        fh.write("last words")
+    assert await read_rest(chatty, str(log), offset=chunks[-1].end) == LogChunk(["last words"], 8, 18)
 
 
 async def test_runs_launch_report_and_stop(chatty: Connection, tmp_path: Path) -> None:

@@ -8,9 +8,11 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from sgtui.remote import connection
 from sgtui.remote.connection import (
     AuthError,
     Connection,
+    ConnectionEvent,
     ConnState,
     HostKeyError,
     RemoteError,
@@ -151,3 +153,54 @@ async def test_a_host_offering_a_key_type_other_than_the_recorded_one_is_a_chang
         assert f"old entry from {known}" in str(err.value)
     finally:
         await conn.close()
+
+
+async def test_keys_in_the_system_wide_known_hosts_are_trusted_like_ssh_does(
+    sim_server: SimSSHServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system_file = tmp_path / "ssh_known_hosts"
+    system_file.write_text(sim_server.known_hosts_line() + "\n")
+    monkeypatch.setattr(connection, "GLOBAL_KNOWN_HOSTS", system_file)
+    host = HostConfig("gpu1", sim_server.host, sim_server.port)
+    conn = Connection(
+        host, client_keys=[sim_server.client_key], agent_path=None, user_known_hosts=tmp_path / "none"
+    )
+    try:
+        assert (await conn.run("echo trusted")).stdout == "trusted\n"
+    finally:
+        await conn.close()
+
+
+async def test_an_unknown_ecdsa_host_key_points_at_the_file_to_compare_it_with(
+    fake_bin: Path, tmp_path: Path
+) -> None:
+    ecdsa = asyncssh.generate_private_key("ecdsa-sha2-nistp256")
+    async with SimSSHServer(env=host_env(fake_bin), host_key=ecdsa) as server:
+        host = HostConfig("gpu1", server.host, server.port)
+        conn = Connection(host, client_keys=[server.client_key], agent_path=None, user_known_hosts=None)
+        try:
+            with pytest.raises(HostKeyError, match=r"ssh-keygen -lf /etc/ssh/ssh_host_ecdsa_key\.pub"):
+                await conn.connect()
+        finally:
+            await conn.close()
+
+
+async def test_a_failing_event_subscriber_does_not_stop_the_reconnect(
+    sim_server: SimSSHServer, connect_to: ConnFactory
+) -> None:
+    conn = await connect_to(sim_server)
+    seen: asyncio.Queue[ConnectionEvent] = asyncio.Queue()
+
+    def broken(event: ConnectionEvent) -> None:
+        raise RuntimeError("a UI bug")
+
+    conn.subscribe(broken)
+    conn.subscribe(seen)
+    await conn.connect()  # the broken subscriber sees CONNECTING and UP too, and raises on each
+    while not seen.empty():
+        seen.get_nowait()
+    await sim_server.abort_connections()
+    states: list[ConnState] = []
+    while ConnState.UP not in states:
+        states.append((await asyncio.wait_for(seen.get(), 5)).state)
+    assert ConnState.LOST in states and ConnState.RETRYING in states

@@ -113,8 +113,15 @@ def test_docker_failures_say_what_to_do() -> None:
     missing = Result("", "bash: line 1: docker: command not found", 127)
     target = Target("docker", "sgl")
     assert "has no Docker container sgl" in explain_failure("gpu1", target, gone, "x")
-    assert "is stopped; start it (docker start)" in explain_failure("gpu1", target, stopped, "x")
+    assert "is stopped; start it (docker start sgl)" in explain_failure("gpu1", target, stopped, "x")
     assert "has no `docker` command" in explain_failure("gpu1", target, missing, "x")
+    no_bash = Result(
+        "",
+        'OCI runtime exec failed: exec failed: unable to start container process: exec: "bash": '
+        "executable file not found in $PATH: unknown",
+        126,
+    )
+    assert "bash is not installed there" in explain_failure("gpu1", target, no_bash, "x")
 
 
 async def test_damaged_or_tampered_run_records_are_skipped_not_acted_on(

@@ -303,3 +303,31 @@ def test_nvml_readings_map_values_and_name_unsupported_fields(monkeypatch: pytes
         42,
     )
     assert second.state is GpuState.PARTIAL and second.utilization_pct.reason == "Not Supported"
+
+
+def test_a_gpu_nvml_cannot_open_is_named_and_the_others_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NVMLError(Exception):
+        pass
+
+    def handle(i: int) -> int:
+        if i == 0:
+            raise NVMLError("GPU is lost")
+        return i
+
+    fake = types.SimpleNamespace(
+        NVMLError=NVMLError,
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 2,
+        nvmlDeviceGetHandleByIndex=handle,
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(used=0, total=80 * 2**30),
+        nvmlDeviceGetUtilizationRates=lambda h: types.SimpleNamespace(gpu=0),
+        nvmlDeviceGetName=lambda h: "NVIDIA H200",
+        nvmlDeviceGetUUID=lambda h: f"GPU-{h}",
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    snap = NvmlSampler().query_sync()
+    assert [g.index for g in snap.gpus] == [1] and snap.unreadable == ["GPU 0: GPU is lost"]
+    fake.nvmlDeviceGetCount = lambda: 1
+    lost = NvmlSampler().query_sync()
+    assert lost.gpus == [] and lost.problem is not None and lost.problem.state is GpuState.UNREADABLE

@@ -128,3 +128,16 @@ async def test_an_endless_answer_on_the_port_is_cut_off_not_read_forever(conn: C
         assert probe.status == 200 and len(probe.body) <= MAX_RESPONSE + (1 << 20)
     finally:
         server.close()
+
+
+async def test_a_host_that_forbids_port_forwarding_is_unknown_with_the_fix_not_forever_starting(
+    fake_bin: Path, tmp_path: Path
+) -> None:
+    async with SimSSHServer(env=host_env(fake_bin), allow_tcp_forwarding=False) as server:
+        conn = pinned_connection(server, tmp_path)
+        try:
+            health = await probe(conn, 30000, process=RUNNING, log_phase="loading")
+        finally:
+            await conn.close()
+    assert health.verdict is Verdict.UNKNOWN and health.http.state is HttpState.UNREACHABLE
+    assert "AllowTcpForwarding" in health.reason

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from sgtui.remote.health import HttpState, http_get
 from sgtui.remote.runs import PidReusedError, RunError, RunManager, RunRecord
 from sgtui.remote.targets import Target
-from tests.sshd import SshdServer
+from tests.sshd import SshdServer, start_sshd
 
 from .conftest import SYSTEM_PATH, sshd_connection
 from .fakes import install_fake_pct
@@ -51,3 +52,24 @@ async def test_a_pid_that_is_not_a_run_leader_is_never_signalled_over_openssh(
     finally:
         bystander.kill()
         bystander.wait()
+
+
+async def test_openssh_forbidding_port_forwarding_is_named_by_the_health_check(tmp_path: Path) -> None:
+    with start_sshd(tmp_path / "sshd", extra_config="AllowTcpForwarding no\n") as server:
+        conn = sshd_connection(server, tmp_path)
+        try:
+            probe = await http_get(conn, 30000, "/health")
+        finally:
+            await conn.close()
+    assert probe.state is HttpState.UNREACHABLE and "AllowTcpForwarding" in probe.detail
+
+
+async def test_openssh_with_nothing_listening_is_refused_not_unreachable(
+    sshd: SshdServer, tmp_path: Path
+) -> None:
+    conn = sshd_connection(sshd, tmp_path)
+    try:
+        probe = await http_get(conn, 9, "/health")  # the discard port: nothing listens there
+    finally:
+        await conn.close()
+    assert probe.state is HttpState.REFUSED
