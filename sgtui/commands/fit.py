@@ -159,6 +159,8 @@ def render_text(report: FitReport, model: ModelFacts) -> str:
     if r.draft_weights_gib:
         weights += f", draft {r.draft_weights_gib:.2f} GiB ({_src(r.draft_weights_estimated)})"
     rows.append(("weights W", weights))
+    from sgtui.core.fit_report import printed_fraction
+
     auto = f"{printed_fraction(r.mem_fraction_static_auto):.4g}"
     how = "auto" if r.mem_fraction_static_is_auto else f"set; auto would be {auto}"
     rows.append(("mem-fraction-static", f"{printed_fraction(r.mem_fraction_static):.4g} ({how})"))
@@ -238,7 +240,8 @@ def _cause(r: FitReport) -> str:
         return f"the static budget ({r.rest_gib:.2f} GiB) leaves nothing for the KV pool"
     worst = min(bites, key=lambda b: b.gib)
     what = f" for {worst.count}" if worst.count else ""
-    return (
-        f"the {worst.label}{what} takes {-worst.gib:.2f} GiB of the {r.rest_gib:.2f} GiB static budget; "
-        f"{-r.kv_pool_gib:.2f} GiB more would be needed for the KV pool to hold anything"
-    )
+    why = f"the {worst.label}{what} takes {-worst.gib:.2f} GiB of the {r.rest_gib:.2f} GiB static budget"
+    kv = next((b for b in r.budget if b.key == "kv_pool"), None)
+    if kv is None:
+        return why
+    return f"{why}; the KV pool would need {-kv.gib:.2f} GiB more to hold a single token"

@@ -312,6 +312,7 @@ class Connection:
         self._client_keys = list(client_keys) if client_keys is not None else None
         self._agent_path = agent_path
         self._user_known_hosts = user_known_hosts
+        self._budget = channel_budget
         self._sem = asyncio.Semaphore(channel_budget)
         # long-lived streams (log tails, the GPU sampler) may never hold the last channels: stop and
         # status must still get through when many logs are followed
@@ -553,6 +554,12 @@ class Connection:
         async with self._sem:
             try:
                 proc = await self._create_process(command, "utf-8")
+            except asyncssh.ChannelOpenError as exc:
+                raise RemoteError(
+                    f"{self.host.name} keeps refusing new SSH sessions ({exc.reason}): its sshd allows fewer "
+                    f"than the {self._budget} sgtui uses (MaxSessions); raise MaxSessions there or follow "
+                    "fewer logs on it"
+                ) from None
             except (asyncssh.Error, OSError) as exc:
                 raise RemoteError(f"{self.host.name}: cannot run a command: {exc}") from None
             try:

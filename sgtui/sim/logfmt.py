@@ -29,9 +29,12 @@ def prefix(rank: int | None, tp_size: int, now: float | None = None) -> str:
     return f"[{stamp} TP{rank}] "
 
 
-def server_args_line(values: dict[str, object]) -> str:
-    body = ", ".join(f"{name.lstrip('-').replace('-', '_')}={value!r}" for name, value in values.items())
-    return f"server_args=ServerArgs({body})"
+def server_args_line(values: dict[str, object], version: str = "0.5.9") -> str:
+    """0.5.23 dumps a dict (`server_args={'k': v}`); older versions the dataclass repr."""
+    names = [(name.lstrip("-").replace("-", "_"), value) for name, value in values.items()]
+    if is_new(version):
+        return "server_args={" + ", ".join(f"{name!r}: {value!r}" for name, value in names) + "}"
+    return "server_args=ServerArgs(" + ", ".join(f"{name}={value!r}" for name, value in names) + ")"
 
 
 def init_dist_end(version: str, elapsed: float, usage_gib: float) -> str:

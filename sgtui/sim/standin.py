@@ -179,7 +179,7 @@ class StandIn:
         self.sleep(PHASES["args"] / 2)
         for note in server_arg_notes(spec, facts, self.version):
             self.log.line(note)
-        self.log.line(logfmt.server_args_line(parsed.values))
+        self.log.line(logfmt.server_args_line(parsed.values, self.version))
         if (err := radix_conflict(spec, facts, self.version)) is not None:
             self.fail_main(err)
             return 1

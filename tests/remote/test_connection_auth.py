@@ -204,3 +204,14 @@ async def test_a_failing_event_subscriber_does_not_stop_the_reconnect(
     while ConnState.UP not in states:
         states.append((await asyncio.wait_for(seen.get(), 5)).state)
     assert ConnState.LOST in states and ConnState.RETRYING in states
+
+
+async def test_a_host_that_keeps_refusing_sessions_says_what_to_change(
+    fake_bin: Path, tmp_path: Path, connect_to: ConnFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection, "CHANNEL_RETRY_MAX_DELAY", 0.02)  # give up quickly
+    async with SimSSHServer(env=host_env(fake_bin), max_sessions=1) as server:
+        conn = await connect_to(server)
+        async with conn.stream("exec cat"):  # takes the only session the host allows
+            with pytest.raises(RemoteError, match=r"keeps refusing new SSH sessions .* raise MaxSessions"):
+                await conn.run("true")

@@ -108,3 +108,15 @@ def test_models_resolve_by_folder_name_from_the_built_in_catalogue() -> None:
     assert shard_count(folder) == 11
     assert model_folder("/models/llama-3.1-8b-instruct") is not None
     assert model_folder("/models/Unknown-1B") is None
+
+
+def test_server_args_are_dumped_as_a_dict_from_0_5_23_and_as_the_dataclass_before() -> None:
+    values = {"--model-path": "/models/Qwen3.6-27B", "--tp-size": 2, "--mem-fraction-static": 0.85}
+    old = logfmt.server_args_line(values, "0.5.9")
+    new = logfmt.server_args_line(values, "0.5.23")
+    assert old.startswith("server_args=ServerArgs(model_path='/models/Qwen3.6-27B'")
+    assert new.startswith("server_args={'model_path': '/models/Qwen3.6-27B'")
+    for line in (old, new):
+        facts = classify_text(f"[2026-01-01 10:00:00] {line}\n").facts
+        assert facts["tp_size"] == 2
+        assert facts["mem_fraction_static"] == 0.85
