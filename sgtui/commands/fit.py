@@ -220,14 +220,10 @@ def _budget_rows(r: FitReport) -> list[tuple[str, str]]:
     for line in r.budget:
         if line.key == "static_budget":
             continue
-        if line.key == "kv_pool":
-            tokens = f"{line.count}, {line.detail}" if line.count else line.detail
-            rows.append(("= KV pool", f"{line.gib:.2f} GiB left: {tokens}"))
-            continue
-        took = -line.gib
-        verb = "takes" if took >= 0 else "gives back"
-        what = f" for {line.count}" if line.count else ""
-        rows.append((f"- {line.label}", f"{verb} {abs(took):.2f} GiB{what} ({line.detail})"))
+        sign, gib = ("=", line.gib) if line.key == "kv_pool" else ("-", -line.gib)
+        count = f": {line.count}" if line.count else ""
+        detail = f" ({line.detail})" if line.detail else ""
+        rows.append((f"{sign} {line.label}", f"{gib:.2f} GiB{count}{detail}"))
     return rows
 
 

@@ -509,12 +509,11 @@ def _record_state(report: FitReport, x: _Inputs, b: MambaBudget) -> None:
     if b.spec_requests:
         report.max_running_requests = b.spec_requests
     report.mamba = _mamba_pool(x, b, b.spec_requests)
-    slot_mib = f"{shape.slot_bytes / 2**20:.1f} MiB per slot"
-    per_request = (
-        "radix cache off: 1 slot per running request"
-        if b.radix_disabled
-        else f"{b.strategy}: {b.ratio} slots per running request"
-    )
+    slot_mib = f"{shape.slot_bytes / 2**20:.1f} MiB"
+    if b.radix_disabled:
+        per_request = "radix cache off: 1 slot per request"
+    else:
+        per_request = f"{b.strategy}: {b.ratio} slots per request"
     if b.spec_state_gib:
         report.budget.append(
             BudgetLine(
@@ -522,7 +521,7 @@ def _record_state(report: FitReport, x: _Inputs, b: MambaBudget) -> None:
                 "speculative state",
                 -b.spec_state_gib,
                 b.spec_detail,
-                f"{slot_mib}; each running request keeps the state of every draft token",
+                f"{slot_mib} of state per request and draft token",
             )
         )
     if x.family == "0.5.23" and b.k <= 0:
@@ -532,19 +531,18 @@ def _record_state(report: FitReport, x: _Inputs, b: MambaBudget) -> None:
                 "Mamba state",
                 0.0,
                 f"max_mamba_cache_size {b.k}",
-                f"{slot_mib}; not one slot fits in what the speculative state left",
+                f"{slot_mib} per slot; not one fits in what the speculative state left",
             )
         )
     elif b.k_rule:
         slots = f"{b.state_slots} slots"
         if b.state_slots == b.k + 1:
-            slots += f" (max_mamba_cache_size {b.k} + 1 padding)"
-        if b.k < 0:
-            why = f"max_mamba_cache_size {b.k}: SGLang split a budget that was already negative"
-        else:
-            why = f"max_mamba_cache_size = {b.k_rule}"
+            slots += f" = K {b.k} + 1 padding"
+        why = "K < 0: SGLang split a budget that was already negative" if b.k < 0 else f"K = {b.k_rule}"
         report.budget.append(
-            BudgetLine("mamba_state", "Mamba state", -b.state_gib, slots, f"{slot_mib}; {why}; {per_request}")
+            BudgetLine(
+                "mamba_state", "Mamba state", -b.state_gib, slots, f"{slot_mib} each; {why}; {per_request}"
+            )
         )
 
 
@@ -554,11 +552,9 @@ def _kv_line(report: FitReport, x: _Inputs, folds_draft: bool) -> BudgetLine:
         count = f"full {tokens:,} + sliding-window {report.swa['swa_tokens']:,} tokens"
     else:
         count = f"{tokens:,} tokens"
-    detail = f"{report.kv_cell_bytes:,} B per token ({report.kv_cache_dtype}, page {report.page_size})"
+    detail = f"{report.kv_cell_bytes:,} B per token, {report.kv_cache_dtype}, page {report.page_size}"
     if folds_draft:
         detail += ", the draft model's KV included"
-    if report.kv_pool_gib <= 0 or tokens <= 0:
-        detail += "; nothing is left for the KV cache"
     return BudgetLine("kv_pool", "KV pool", report.kv_pool_gib, count, detail)
 
 

@@ -353,6 +353,8 @@ def _mamba_advice(report: FitReport, recompute: Recompute, spec: LaunchSpec, mod
     if m is not None and m.strategy.startswith("extra_buffer"):
         flag = _strategy_flag(report.family)
         alt = recompute(replace(spec, mamba_strategy="no_buffer"))
+        if report.verdict == "fails" and alt.verdict == "fails":
+            return  # a failing launch keeps its Mamba figures now: only offer a change that helps
         report.warnings.append(
             FitWarning(
                 "mamba_extra_buffer",

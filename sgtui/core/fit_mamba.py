@@ -120,7 +120,7 @@ def take_state(
             assert max_running is not None
             # joint solve: main state + intermediate state = the Mamba share of rest
             b.k = int((budget_bytes - slot * (1 + d)) // (slot * (1 + d / b.ratio)))
-            b.k_rule = f"{_split_rule(r)}, solved jointly with the speculative state"
+            b.k_rule = f"{_split_rule(r)}, solved together with the speculative state"
             capped = min(max(1, max_running // dp), b.k // b.ratio)
             _spec(b, slot, capped, capped + 1, d)
         else:
@@ -130,7 +130,7 @@ def take_state(
     _state(b, slot, b.k + 1)  # the pool pads one slot
 
 
-RULE_RUNNING = "max running requests (radix cache off)"
+RULE_RUNNING = "max running requests"
 
 
 def _split_rule(ratio: float) -> str:
