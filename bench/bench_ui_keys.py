@@ -28,11 +28,11 @@ from textual import events
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sgtui.core.profiles import load_profile  # noqa: E402
-from sgtui.ui.app import SgtuiApp  # noqa: E402
-from sgtui.ui.views import RunView  # noqa: E402
-from sgtui.ui.widgets.run_log import RunLog  # noqa: E402
-from tests.ui.fakes import FakeBackend  # noqa: E402
+from sgtui.core.profiles import load_profile
+from sgtui.ui.app import SgtuiApp
+from sgtui.ui.views import RunView
+from sgtui.ui.widgets.run_log import RunLog
+from tests.ui.fakes import FakeBackend
 
 PROFILE = Path(__file__).resolve().parents[1] / "profiles" / "qwen36-27b-2xa6000.yaml"
 CHUNK_S = 0.01  # the flood arrives in 10 ms chunks, as an SSH channel delivers it
@@ -40,9 +40,10 @@ CHUNK_S = 0.01  # the flood arrives in 10 ms chunks, as an SSH channel delivers 
 
 def flood_line(i: int) -> str:
     kinds = (
-        "[2026-01-15 08:01:{s:02d} TP0] Decode batch. #running-req: 8, #token: {i}, token usage: 0.41, gen throughput (token/s): 512.3",
+        "[2026-01-15 08:01:{s:02d} TP0] Decode batch. #running-req: 8, #token: {i}, token usage: 0.41, "
+        "gen throughput (token/s): 512.3",
         "[2026-01-15 08:01:{s:02d} TP1] Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: {i}",
-        "[2026-01-15 08:01:{s:02d}] INFO:     127.0.0.1:5{s:04d} - \"POST /generate HTTP/1.1\" 200 OK",
+        '[2026-01-15 08:01:{s:02d}] INFO:     127.0.0.1:5{s:04d} - "POST /generate HTTP/1.1" 200 OK',
         "[2026-01-15 08:01:{s:02d} TP0] WARNING: request {i} exceeded the soft deadline",
     )
     return kinds[i % 4].format(i=i, s=i % 60)
@@ -96,7 +97,7 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def main(rate: int, seconds: float, total: int) -> None:
+async def main(rate: int, seconds: float, total: int, keys: bool = True) -> None:
     burst = int(rate * seconds)
     backend = FloodBackend([(burst, float(rate)), (total, 0.0)])
     app = MeasuredApp(backend, load_profile(PROFILE), theme="textual-dark")
@@ -110,7 +111,7 @@ async def main(rate: int, seconds: float, total: int) -> None:
         stop = threading.Event()
 
         def inject() -> None:
-            while not stop.is_set() and backend.fed < burst:
+            while keys and not stop.is_set() and backend.fed < burst:
                 sent.append(time.perf_counter())
                 driver.send_message(events.Key("f", "f"))
                 time.sleep(0.02)
@@ -124,9 +125,12 @@ async def main(rate: int, seconds: float, total: int) -> None:
         thread.join()
         burst_s = time.perf_counter() - t0
         await pilot.pause(0.3)
-        lat = sorted((h - s) * 1000 for s, h in zip(sent, app.handled, strict=False))
+        lat = sorted((h - s) * 1000 for s, h in zip(sent, app.handled, strict=False)) or [0.0]
         p95 = lat[int(0.95 * (len(lat) - 1))]
-        print(f"burst: {burst:,} lines at {rate:,}/s target, fed in {burst_s:.1f} s ({burst / burst_s:,.0f} lines/s)")
+        achieved = burst / burst_s
+        print(
+            f"burst: {burst:,} lines at {rate:,}/s target, fed in {burst_s:.1f} s ({achieved:,.0f} lines/s)"
+        )
         print(
             f"key->action during the burst: {len(app.handled)}/{len(sent)} keys handled, "
             f"median {statistics.median(lat):.1f} ms, p95 {p95:.1f} ms, max {lat[-1]:.1f} ms "
@@ -136,7 +140,10 @@ async def main(rate: int, seconds: float, total: int) -> None:
         tracemalloc.start()
         heap0, rss0 = tracemalloc.get_traced_memory()[0], rss_mib()
         t1 = time.perf_counter()
-        await asyncio.wait_for(backend.done.wait(), timeout=600)
+        checkpoints: list[tuple[int, float]] = []
+        while not backend.done.is_set():
+            await pilot.pause(0.5)
+            checkpoints.append((backend.fed, rss_mib()))
         await pilot.pause(0.5)
         flood_s = time.perf_counter() - t1
         heap1 = tracemalloc.get_traced_memory()[0]
@@ -145,13 +152,22 @@ async def main(rate: int, seconds: float, total: int) -> None:
         print(f"flood: {total:,} more lines in {flood_s:.1f} s ({total / flood_s:,.0f} lines/s end to end)")
         print(
             f"memory after {burst + total:,} lines: Python heap +{(heap1 - heap0) / 2**20:.1f} MiB "
-            f"(tracemalloc), RSS {rss0:.0f} -> {rss_mib():.0f} MiB; log widget holds {log.line_count:,} lines "
+            f"(tracemalloc), RSS {rss0:.0f} -> {rss_mib():.0f} MiB; "
+            f"log widget holds {log.line_count:,} lines "
             f"(max_lines {log.max_lines:,}), {log.total_lines:,} seen"
         )
+        marks = (
+            [checkpoints[int(f * (len(checkpoints) - 1))] for f in (0.25, 0.5, 0.75, 1.0)]
+            if checkpoints
+            else []
+        )
+        print("RSS along the flood: " + ", ".join(f"{fed:,} lines {rss:.0f} MiB" for fed, rss in marks))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rate", type=int, default=20_000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--total", type=int, default=1_000_000)

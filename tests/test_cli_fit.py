@@ -152,6 +152,88 @@ def test_human_table_shows_budget_verdict_error_and_warnings(capsys: pytest.Capt
     assert "--speculative-algo resolved to --speculative-algorithm" in out
 
 
+def test_human_table_of_a_failing_launch_says_what_ate_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _fit(
+        capsys,
+        "--config",
+        str(QWEN35),
+        "--gpu",
+        "A6000",
+        "--sglang",
+        "0.5.9",
+        *MEASURED_A,
+        "--",
+        *EXAMPLE_A_FLAGS,
+    )
+    assert rc == 0
+    assert re.search(r"^  - speculative state +13\.76 GiB: 48 requests x 4 draft tokens ", out, re.MULTILINE)
+    assert re.search(r"^  - Mamba state +3\.44 GiB: 48 slots ", out, re.MULTILINE)
+    assert re.search(r"^  = KV pool +-2\.75 GiB: -[\d,]+ tokens ", out, re.MULTILINE)
+    why = re.search(r"^  why +(.*)$", out, re.MULTILINE)
+    assert why is not None
+    assert why.group(1).startswith(
+        "the speculative state for 48 requests x 4 draft tokens takes 13.76 GiB of the 14.45 GiB static "
+    )
+    assert "2.75 GiB more" in why.group(1)
+
+
+def test_human_table_of_a_fitting_launch_shows_the_same_breakdown(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _fit(
+        capsys,
+        "--config",
+        str(QWEN35),
+        "--gpu",
+        "A6000",
+        "--sglang",
+        "0.5.23",
+        *MEASURED_A,
+        "--",
+        *EXAMPLE_A_FLAGS,
+    )
+    assert rc == 0
+    assert re.search(r"^  - speculative state +2\.87 GiB: 9 requests \(\+1 padding row\) x 4 ", out, re.M)
+    assert re.search(r"^  - Mamba state +3\.51 GiB: 49 slots = K 48 \+ 1 padding .*extra_buffer", out, re.M)
+    assert re.search(r"^  = KV pool +7\.5\d GiB: 248,\d{3} tokens ", out, re.MULTILINE)
+    assert re.search(r"^  verdict +FITS$", out, re.MULTILINE)
+    assert not re.search(r"^  why ", out, re.MULTILINE)
+
+
+def test_human_table_of_a_dense_model_blames_the_weights_when_no_pool_took_anything(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rc, out, _ = _fit(
+        capsys,
+        *("--config", str(LLAMA), "--gpu", "H100-80G", "--free-gib", "78.5", "--weights-gib", "70"),
+        *("--", "--mem-fraction-static", "0.85"),
+    )
+    assert rc == 0
+    assert re.search(r"^  = KV pool +-3\.28 GiB: -26,\d{3} tokens ", out, re.MULTILINE)
+    assert re.search(r"^  why +after the weights the static budget is -3\.28 GiB: nothing is left", out, re.M)
+    assert not re.search(r"^  max running requests", out, re.MULTILINE)
+
+
+def test_json_budget_and_auto_fraction_as_sglang_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _json(
+        capsys,
+        "--config",
+        str(QWEN35),
+        "--gpu",
+        "A6000",
+        "--sglang",
+        "0.5.9",
+        *MEASURED_A,
+        "--",
+        *EXAMPLE_A_FLAGS,
+    )
+    assert [b["item"] for b in data["budget"][:3]] == [
+        "static budget",
+        "speculative state (48 requests x 4 draft tokens)",
+        "Mamba state (48 slots)",
+    ]
+    assert data["budget"][-1]["gib"] == data["kv_pool_gib"] < 0
+    assert data["mem_fraction_static_auto"] == 0.7546  # 0.816 x the VLM factor, 4 decimals
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [

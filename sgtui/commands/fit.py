@@ -233,7 +233,7 @@ def _cause(r: FitReport) -> str:
         return ""
     bites = [b for b in r.budget if b.key not in ("static_budget", "kv_pool") and b.gib < 0]
     if not bites:
-        return f"the static budget ({r.rest_gib:.2f} GiB) leaves nothing for the KV pool"
+        return f"after the weights the static budget is {r.rest_gib:.2f} GiB: nothing is left for the KV pool"
     worst = min(bites, key=lambda b: b.gib)
     what = f" for {worst.count}" if worst.count else ""
     why = f"the {worst.label}{what} takes {-worst.gib:.2f} GiB of the {r.rest_gib:.2f} GiB static budget"

@@ -13,7 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         help="a profile YAML to open (default: the first one in sgtui's profiles folder)",
     )
-    parser.add_argument("--host", help="use this host instead of the profile's (an ssh alias or hosts.yaml name)")
+    parser.add_argument(
+        "--host", help="use this host instead of the profile's (an ssh alias or hosts.yaml name)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -524,14 +524,15 @@ def _record_state(report: FitReport, x: _Inputs, b: MambaBudget) -> None:
                 f"{slot_mib} of state per request and draft token",
             )
         )
-    if x.family == "0.5.23" and b.k <= 0:
+    if x.family == "0.5.23" and b.k <= 0:  # SGLang stops here, before taking any slot
+        room = "what the speculative state left" if b.spec_state_gib else "the Mamba share of the budget"
         report.budget.append(
             BudgetLine(
                 "mamba_state",
                 "Mamba state",
                 0.0,
                 f"max_mamba_cache_size {b.k}",
-                f"{slot_mib} per slot; not one fits in what the speculative state left",
+                f"{slot_mib} per slot; not one fits in {room}",
             )
         )
     elif b.k_rule:

@@ -352,14 +352,18 @@ def _mamba_advice(report: FitReport, recompute: Recompute, spec: LaunchSpec, mod
         )
     if m is not None and m.strategy.startswith("extra_buffer"):
         flag = _strategy_flag(report.family)
-        alt = recompute(replace(spec, mamba_strategy="no_buffer"))
+        no_buffer = replace(spec, mamba_strategy="no_buffer")
+        alt, also = recompute(no_buffer), ""
+        if alt.error is not None and "radix cache" in alt.error:
+            # 0.5.11 refuses no_buffer with speculative decoding unless the radix cache is off
+            alt, also = recompute(replace(no_buffer, disable_radix_cache=True)), " --disable-radix-cache"
         if report.verdict == "fails" and alt.verdict == "fails":
             return  # a failing launch keeps its Mamba figures now: only offer a change that helps
         report.warnings.append(
             FitWarning(
                 "mamba_extra_buffer",
                 f"The {m.strategy} strategy keeps {m.ratio} state slots per running request; "
-                f"{flag} no_buffer: {_summary(alt)}.",
+                f"{flag} no_buffer{also}: {_summary(alt)}.",
                 flag,
                 "no_buffer",
             )

@@ -198,8 +198,7 @@ def _take_state_before_059(
             b.k, b.k_rule = int(share_bytes // slot // (1 + d)), _split_rule(r)
         b.k //= dp
         if d:
-            # each slot carries d speculative copies
-            b.spec_requests = b.k
+            # each slot carries d speculative copies (sized by slots, not by running requests)
             b.spec_detail = f"{b.k} slots x {d} draft tokens"
             b.spec_state_gib = b.k * slot * d / GIB
             b.rest -= b.spec_state_gib

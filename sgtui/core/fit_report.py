@@ -189,9 +189,10 @@ class FitReport:
 
 
 def printed_fraction(value: float) -> float:
-    """SGLang's automatic mem-fraction-static as a person reads it: the formula rounds to 3 decimals,
-    the VLM factor applied afterwards is not rounded (server_args logs the full float, e.g.
-    0.7962232031249999), so 4 decimals keep it distinguishable without the float noise."""
+    """SGLang's automatic mem-fraction-static as a person reads it: its formula rounds to 3 decimals,
+    the VLM factor applied afterwards is not rounded (the server_args line prints the whole float,
+    0.7546087499999999 for worked example A on 0.5.9), so 4 decimals keep it apart from the plain
+    value without the float noise. `predicted_log["mem_fraction_static"]` keeps the whole float."""
     return round(value, 4)
 
 

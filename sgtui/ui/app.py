@@ -14,8 +14,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.timer import Timer
-from textual.worker import Worker, WorkerState
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
 
 from sgtui.ui import messages as m
 from sgtui.ui import profile_ops
@@ -29,7 +29,7 @@ from sgtui.ui.screens.gpu_detail import GpuDetailScreen
 from sgtui.ui.screens.help import HelpScreen
 from sgtui.ui.screens.profiles import ProfileChoice, ProfilesScreen
 from sgtui.ui.services import Controller
-from sgtui.ui.views import ContainerView, RunView, TimelineView
+from sgtui.ui.views import RunView, TimelineView
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.fit_panel import FitPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
@@ -124,7 +124,10 @@ class SgtuiApp(App[None]):
                     yield FitPanel(id="fit")
             with TabPane("3 Log", id="log"), Horizontal(id="log-row"):
                 with Vertical(id="log-col"):
-                    yield Input(placeholder="filter: show lines containing… (enter keeps, esc clears)", id="log-filter")
+                    yield Input(
+                        placeholder="filter: show lines containing… (enter keeps, esc clears)",
+                        id="log-filter",
+                    )
                     yield RunLog(max_lines=self.max_log_lines, id="runlog")
                     yield Static("", id="log-status")
                 with VerticalScroll(id="side"):
@@ -240,7 +243,9 @@ class SgtuiApp(App[None]):
                     profile_ops.host(self.profile), profile_ops.container(self.profile), str(model)
                 )
             except Exception as exc:
-                self.call_later(self._set_model_error, f"no fit: cannot read {model}/config.json there ({exc})")
+                self.call_later(
+                    self._set_model_error, f"no fit: cannot read {model}/config.json there ({exc})"
+                )
                 return
             if got is not None:
                 self.call_later(self._set_model_config, got)
@@ -253,7 +258,10 @@ class SgtuiApp(App[None]):
 
     def _set_model_config(self, got: dict[str, Any]) -> None:
         self.fit_inputs = dataclasses.replace(
-            self.fit_inputs, model_config=got.get("config"), weight_bytes=got.get("weight_bytes"), model_error=""
+            self.fit_inputs,
+            model_config=got.get("config"),
+            weight_bytes=got.get("weight_bytes"),
+            model_error="",
         )
         self._schedule_fit()
 
@@ -401,7 +409,9 @@ class SgtuiApp(App[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker that died of a bug says so instead of vanishing (they run with exit_on_error=False)."""
         if event.state is WorkerState.ERROR:
-            self.notify(f"{event.worker.name}: {event.worker.error}", title="internal error", severity="error")
+            self.notify(
+                f"{event.worker.name}: {event.worker.error}", title="internal error", severity="error"
+            )
 
     def on_service_error(self, message: m.ServiceError) -> None:
         self.notify(f"{message.what} failed: {message.message}", severity="error", timeout=12)
@@ -521,7 +531,10 @@ class SgtuiApp(App[None]):
 
     def action_launch(self) -> None:
         if self.current is not None and self.run_state in ALIVE:
-            self.notify(f"{self.current.run_id} is still {self.run_state}: r restarts it, s stops it", severity="warning")
+            self.notify(
+                f"{self.current.run_id} is still {self.run_state}: r restarts it, s stops it",
+                severity="warning",
+            )
             return
         profile = self._profile_to_launch()
         if profile is not None:
@@ -539,7 +552,9 @@ class SgtuiApp(App[None]):
                 self.controller.stop(run)
 
         self.push_screen(
-            ConfirmScreen(f"Stop {run.run_id}?", f"{run.host} › {run.target}: TERM to its process group, then KILL"),
+            ConfirmScreen(
+                f"Stop {run.run_id}?", f"{run.host} › {run.target}: TERM to its process group, then KILL"
+            ),
             answer,
         )
 
@@ -621,7 +636,10 @@ class SgtuiApp(App[None]):
 
     def action_help(self) -> None:
         rows = [(self.get_key_display(b), b.description) for b in self.BINDINGS if isinstance(b, Binding)]
-        rows += [("ctrl+p", "command palette: every action by name"), ("ctrl+y", "apply a fit suggestion (flags)")]
+        rows += [
+            ("ctrl+p", "command palette: every action by name"),
+            ("ctrl+y", "apply a fit suggestion (flags)"),
+        ]
         self.push_screen(HelpScreen(rows))
 
     def action_profiles(self) -> None:
@@ -664,5 +682,7 @@ class SgtuiApp(App[None]):
     async def action_quit(self) -> None:
         message = None
         if self.current is not None and self.run_state in ALIVE:
-            message = f"sgtui: {self.current.run_id} keeps running on {self.current.host}; `sgtui` reattaches to it"
+            message = (
+                f"sgtui: {self.current.run_id} keeps running on {self.current.host}; `sgtui` reattaches to it"
+            )
         self.exit(message=message)

@@ -25,7 +25,9 @@ class Backend(Protocol):
 
     async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None: ...
 
-    async def model_config(self, host: str, target: ContainerView | None, model_path: str) -> dict[str, Any] | None:
+    async def model_config(
+        self, host: str, target: ContainerView | None, model_path: str
+    ) -> dict[str, Any] | None:
         """The model's config.json (for the fit), or None when it cannot be read there."""
         ...
 

@@ -31,7 +31,8 @@ def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
 
     if inputs.model_config is None:
         raise UserError(
-            inputs.model_error or "waiting for the model's config.json from the target (--model-path's folder)"
+            inputs.model_error
+            or "waiting for the model's config.json from the target (--model-path's folder)"
         )
     if inputs.gpu_mib is None:
         raise UserError("the GPU size is not known yet (waiting for the first GPU sample)")

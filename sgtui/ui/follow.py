@@ -74,13 +74,16 @@ class Follower:
         self.flush(force=True)
         if self.reported == "starting":
             state = await self._final_state()
-            self.post(m.RunOutcome(self.view.run_id, state, self.tracker.diagnoses() if state == "failed" else []))
+            self.post(
+                m.RunOutcome(self.view.run_id, state, self.tracker.diagnoses() if state == "failed" else [])
+            )
 
     async def _follow(self) -> None:
         delays = iter(RETRY_S)
         while True:
             try:
-                async for self.offset, raw in self.backend.tail(self.view, self.offset):
+                async for end, raw in self.backend.tail(self.view, self.offset):
+                    self.offset = end
                     delays = iter(RETRY_S)
                     self.take([clean_line(line) for line in raw])
                 return

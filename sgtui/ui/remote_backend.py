@@ -87,7 +87,15 @@ def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuVi
             if p.gpu_index == r.index
         )
         out.append(
-            GpuView(r.index, r.name, int(used or 0), int(total or 0), int(util) if util is not None else None, mine, note)
+            GpuView(
+                r.index,
+                r.name,
+                int(used or 0),
+                int(total or 0),
+                int(util) if util is not None else None,
+                mine,
+                note,
+            )
         )
     return out
 
@@ -158,7 +166,9 @@ class RemoteBackend:
     async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None:
         return await sglang_version(self._conn(host), to_target(target), python)
 
-    async def model_config(self, host: str, target: ContainerView | None, model_path: str) -> dict[str, Any] | None:
+    async def model_config(
+        self, host: str, target: ContainerView | None, model_path: str
+    ) -> dict[str, Any] | None:
         folder = shlex.quote(model_path.rstrip("/"))
         script = (
             f"cat {folder}/config.json || exit 3\necho; echo @@index\n"
@@ -166,7 +176,9 @@ class RemoteBackend:
         )
         result = await self._conn(host).run(to_target(target).script(script), timeout=30)
         if "@@end" not in result.stdout:
-            raise RemoteError(f"{model_path}/config.json is not readable there: {result.stderr.strip()[-200:]}")
+            raise RemoteError(
+                f"{model_path}/config.json is not readable there: {result.stderr.strip()[-200:]}"
+            )
         config_text, _, rest = result.stdout.partition("@@index")
         index_text = rest.partition("@@end")[0].strip()
         config = json.loads(config_text)
@@ -192,7 +204,9 @@ class RemoteBackend:
                     refresh = asyncio.create_task(sampler.processes())
                     last_procs = now
                 if snap.problem is not None:
-                    yield [GpuView(-1, "", 0, 0, None, (), f"{snap.problem.state.value}: {snap.problem.detail}")]
+                    yield [
+                        GpuView(-1, "", 0, 0, None, (), f"{snap.problem.state.value}: {snap.problem.detail}")
+                    ]
                     continue
                 yield gpu_views(snap.gpus, procs)
         finally:
@@ -255,7 +269,9 @@ class RemoteBackend:
         record: RunRecord = run.raw
         result = await self._manager(run.host, record.target).stop(record, self.stop_grace_s)
         if result.result == "survivors":
-            raise RemoteError(f"{result.members} processes of {run.run_id} survived KILL; see the GPU holders")
+            raise RemoteError(
+                f"{result.members} processes of {run.run_id} survived KILL; see the GPU holders"
+            )
 
     async def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
         from sgtui.remote.runs import GpusBusyError
@@ -267,13 +283,16 @@ class RemoteBackend:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                await manager.wait_gpus_free(record, None, min(2.0, max(0.0, deadline - time.monotonic())), sampler)
+                await manager.wait_gpus_free(
+                    record, None, min(2.0, max(0.0, deadline - time.monotonic())), sampler
+                )
                 return
             except GpusBusyError as exc:
                 if time.monotonic() >= deadline:
                     raise TimeoutError(str(exc)) from None
                 holders = ", ".join(
-                    f"{p.name.rsplit('/', 1)[-1]}[{p.pid}] {p.used_mib.value or 0:.0f} MiB" for p in exc.holders
+                    f"{p.name.rsplit('/', 1)[-1]}[{p.pid}] {p.used_mib.value or 0:.0f} MiB"
+                    for p in exc.holders
                 )
                 yield f"waiting for GPUs {which} to be free: {holders or 'memory still in use'}"
 

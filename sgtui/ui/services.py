@@ -127,13 +127,17 @@ class Controller:
         self._worker(self._stop(run, then_launch), "stop", f"stop:{run.run_id}", exclusive=True)
 
     async def _stop(self, run: RunView, then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
-        self.post(m.StopProgress(run.run_id, f"stopping {run.run_id} (TERM, then KILL after the grace period)"))
+        self.post(
+            m.StopProgress(run.run_id, f"stopping {run.run_id} (TERM, then KILL after the grace period)")
+        )
         try:
             await self.backend.stop(run)
             async for line in self.backend.wait_gpus_free(run, timeout=120.0):
                 self.post(m.StopProgress(run.run_id, line))
         except TimeoutError:
-            self.post(m.StopProgress(run.run_id, "the GPUs were not freed in time: see the holders", True, False))
+            self.post(
+                m.StopProgress(run.run_id, "the GPUs were not freed in time: see the holders", True, False)
+            )
             return
         except Exception as exc:
             self.post(m.StopProgress(run.run_id, f"stop failed: {exc}", True, False))

@@ -55,7 +55,11 @@ def timeline_from_state(state: StartupState, predicted: dict[str, Any] | None) -
         reached = state.milestones.get(kind)
         if kind == "mamba_cache_allocated" and reached is None and "mamba_cache_size" not in state.facts:
             continue
-        at = reached.seconds - t0 if reached is not None and reached.seconds is not None and t0 is not None else None
+        at = (
+            reached.seconds - t0
+            if reached is not None and reached.seconds is not None and t0 is not None
+            else None
+        )
         milestones.append(Milestone(kind, label, at, reached is not None))
     facts: list[tuple[str, str]] = []
     for key, label in GIB_FACTS:
@@ -121,7 +125,8 @@ class StartupTracker:
             return False
         self.classifier.feed("\n".join(lines) + "\n")
         s = self.state
-        key = (s.phase, len(s.milestones), len(s.facts), len(s.signals), s.last_seconds, str(s.current_progress))
+        # not the log's clock: a serving server's every line moves it, and each redraw costs a layout pass
+        key = (s.phase, len(s.milestones), len(s.facts), len(s.signals), str(s.current_progress))
         changed = key != self._last_key
         self._last_key = key
         return changed

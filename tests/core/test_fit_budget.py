@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sgtui.core.fit import fit
-from sgtui.core.fit_report import FitReport
+from sgtui.core.fit_report import BudgetLine, FitReport
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts
@@ -54,7 +54,7 @@ def _lines(r: FitReport) -> dict[str, float]:
     return {b.key: b.gib for b in r.budget}
 
 
-def _line(r: FitReport, key: str):  # noqa: ANN202 - a BudgetLine
+def _line(r: FitReport, key: str) -> BudgetLine:
     return next(b for b in r.budget if b.key == key)
 
 
@@ -63,7 +63,8 @@ def _line(r: FitReport, key: str):  # noqa: ANN202 - a BudgetLine
 
 def test_a_failing_fit_keeps_the_budget_steps_of_the_spec_example(qwen35: ModelFacts) -> None:
     r = fit(EXAMPLE_A, qwen35, A6000, version="0.5.9", **MEASURED_A)
-    assert r.verdict == "fails" and r.error is not None and r.error.startswith("RuntimeError: Not enough memory")
+    assert r.verdict == "fails" and r.error is not None
+    assert r.error.startswith("RuntimeError: Not enough memory")
     assert [b.key for b in r.budget] == ["static_budget", "speculative_state", "mamba_state", "kv_pool"]
     lines = _lines(r)
     assert lines["static_budget"] == pytest.approx(14.45, abs=0.005)
@@ -197,7 +198,7 @@ def test_0_5_23_a_state_cache_without_one_slot_shows_what_the_speculative_state_
     assert "kv_pool" not in _lines(r)
 
 
-# --- the RTX PRO 6000 incident -------------------------------------------------------------------------------
+# --- the RTX PRO 6000 incident ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("version", "per_request"), [("0.5.9", 4), ("0.5.11", 5)])
@@ -225,6 +226,11 @@ def test_rtx_pro_6000_extra_buffer_caps_the_requests_once_the_state_fits(qwen35:
     assert r.max_running_requests == r.mamba.max_mamba_cache_size // 5 < 32
     assert any(w.code == "mrr_capped_by_mamba" for w in r.warnings)
     assert "extra_buffer: 5 slots per request" in _line(r, "mamba_state").detail
+    drop = next(w for w in r.warnings if w.code == "mamba_extra_buffer")
+    assert (
+        "no_buffer --disable-radix-cache: " in drop.message
+        and "max_running_requests 32 (fits)" in drop.message
+    )
 
 
 def test_rtx_pro_6000_profile_without_extra_buffer_fits(qwen35: ModelFacts) -> None:

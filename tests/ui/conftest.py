@@ -28,7 +28,9 @@ def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "config"
 
 
-async def wait_for(pilot: Pilot[Any], condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> None:
+async def wait_for(
+    pilot: Pilot[Any], condition: Callable[[], Any], timeout: float = 10.0, what: str = ""
+) -> None:
     """Let the app run until `condition()` is true; fail with `what` when it never becomes true."""
     deadline = time.monotonic() + timeout
     while not condition():

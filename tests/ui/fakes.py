@@ -83,12 +83,17 @@ class FakeBackend:
         self._state_queue.put_nowait((state, detail))
 
     async def containers(self, host: str) -> list[ContainerView]:
-        return [ContainerView("pct", "129", "sglang", "running", (0, 1)), ContainerView("docker", "vllm", "vllm", "exited")]
+        return [
+            ContainerView("pct", "129", "sglang", "running", (0, 1)),
+            ContainerView("docker", "vllm", "vllm", "exited"),
+        ]
 
     async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None:
         return self.version
 
-    async def model_config(self, host: str, target: ContainerView | None, model_path: str) -> dict[str, Any] | None:
+    async def model_config(
+        self, host: str, target: ContainerView | None, model_path: str
+    ) -> dict[str, Any] | None:
         return {"config": QWEN_CONFIG, "weight_bytes": 55_600_000_000}
 
     async def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]:

@@ -28,7 +28,13 @@ def _start() -> list[str]:
         lines.append(_at(6.5, r, logfmt.load_weight_begin(46.99)))
     for r in (0, 1):
         lines.append(
-            _at(92, r, logfmt.load_weight_end(VERSION, 85.1, "Qwen3_5ForConditionalGeneration", "bfloat16", 21.10, 25.89))
+            _at(
+                92,
+                r,
+                logfmt.load_weight_end(
+                    VERSION, 85.1, "Qwen3_5ForConditionalGeneration", "bfloat16", 21.10, 25.89
+                ),
+            )
         )
     return lines
 

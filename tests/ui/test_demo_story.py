@@ -46,7 +46,9 @@ async def test_the_demo_story_from_failure_to_ready_with_the_footer_keys(_config
             assert peak > 20  # GiB: the sparklines saw the weights and pools arrive
             await wait_for(
                 pilot,
-                lambda: any(p.name.startswith("sglang") for g in app.query_one(GpuPanel).latest for p in g.processes),
+                lambda: any(
+                    p.name.startswith("sglang") for g in app.query_one(GpuPanel).latest for p in g.processes
+                ),
                 10,
                 "the server's processes among the GPU holders",
             )

@@ -78,7 +78,9 @@ async def test_restart_asks_first_waits_for_the_gpus_then_launches_into_a_new_lo
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation")
         assert backend.stopped == []
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.current is not None and app.current.run_id == "run-2", what="second run")
+        await wait_for(
+            pilot, lambda: app.current is not None and app.current.run_id == "run-2", what="second run"
+        )
         assert backend.stopped == ["run-1"]
         await wait_for(pilot, lambda: app.run_state == "ready")
         assert first is not None and first.log_path != app.current.log_path
@@ -156,7 +158,9 @@ async def test_a_running_run_is_reattached_after_a_restart_of_sgtui(profile: Pro
     backend = FakeBackend(existing_runs=[alive], existing_logs={"run-7": ready_log()[:6]}, hold_tail=True)
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.current is not None and app.current.run_id == "run-7", what="reattach")
+        await wait_for(
+            pilot, lambda: app.current is not None and app.current.run_id == "run-7", what="reattach"
+        )
         await wait_for(pilot, lambda: app.query_one(RunLog).line_count == 6)
         assert backend.launched == []
 
@@ -205,7 +209,7 @@ async def test_hosts_show_their_state_and_containers_and_filter_as_you_type(prof
         await pilot.press("1")
         labels = [str(n.label) for n in picker.tree.root.children]
         assert labels[0].startswith("● pve connected")
-        assert [str(c.label) for c in picker.tree.root.children[0].children][0].startswith("lxc 129 sglang running")
+        assert str(picker.tree.root.children[0].children[0].label).startswith("lxc 129 sglang running")
         picker.query_one("#host-filter", Input).value = "docker"
         await pilot.pause(0.05)
         assert [str(n.label).split()[1] for n in picker.tree.root.children] == ["pve"]

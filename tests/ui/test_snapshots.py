@@ -28,14 +28,18 @@ def app_with(**backend: Any) -> SgtuiApp:
     return SgtuiApp(fake, load_profile(PROFILE), theme="textual-dark")
 
 
-def settle(step: Callable[[SgtuiApp, Pilot[Any]], Awaitable[None]]) -> Callable[[Pilot[Any]], Awaitable[None]]:
+def settle(
+    step: Callable[[SgtuiApp, Pilot[Any]], Awaitable[None]],
+) -> Callable[[Pilot[Any]], Awaitable[None]]:
     """Run `step`, then wait out the fit and the GPU frames and clear the toasts, which come and go."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         assert isinstance(app, SgtuiApp)
         await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
-        await wait_for(pilot, lambda: len(app.history.series.get(0, ())) == len(GPU_FRAMES), what="GPU frames")
+        await wait_for(
+            pilot, lambda: len(app.history.series.get(0, ())) == len(GPU_FRAMES), what="GPU frames"
+        )
         await step(app, pilot)
         app.clear_notifications()
         await pilot.pause(0.1)
@@ -69,8 +73,24 @@ async def _runs(app: SgtuiApp, pilot: Pilot[Any]) -> None:
 
 
 OLD_RUNS = [
-    RunView("20260115-080100-a1b2c3", "pve", "pct 129", "qwen36-27b-2xa6000", "failed", "/var/tmp/sgtui-runs/a/server.log", "01-15 08:01"),
-    RunView("20260115-081500-d4e5f6", "pve", "pct 129", "qwen36-27b-2xa6000", "stopped", "/var/tmp/sgtui-runs/b/server.log", "01-15 08:15"),
+    RunView(
+        "20260115-080100-a1b2c3",
+        "pve",
+        "pct 129",
+        "qwen36-27b-2xa6000",
+        "failed",
+        "/var/tmp/sgtui-runs/a/server.log",
+        "01-15 08:01",
+    ),
+    RunView(
+        "20260115-081500-d4e5f6",
+        "pve",
+        "pct 129",
+        "qwen36-27b-2xa6000",
+        "stopped",
+        "/var/tmp/sgtui-runs/b/server.log",
+        "01-15 08:15",
+    ),
 ]
 
 
@@ -85,7 +105,9 @@ def test_snapshot_flags_with_the_fit_beside_them(snap_compare: Any, size: tuple[
 
 
 def test_snapshot_ready_with_the_startup_timeline(snap_compare: Any) -> None:
-    assert snap_compare(app_with(launch_logs=[ready_log()]), terminal_size=(120, 40), run_before=settle(_ready))
+    assert snap_compare(
+        app_with(launch_logs=[ready_log()]), terminal_size=(120, 40), run_before=settle(_ready)
+    )
 
 
 def test_snapshot_hosts_and_containers(snap_compare: Any) -> None:
@@ -93,4 +115,6 @@ def test_snapshot_hosts_and_containers(snap_compare: Any) -> None:
 
 
 def test_snapshot_runs_on_the_target(snap_compare: Any) -> None:
-    assert snap_compare(app_with(existing_runs=list(OLD_RUNS)), terminal_size=(80, 24), run_before=settle(_runs))
+    assert snap_compare(
+        app_with(existing_runs=list(OLD_RUNS)), terminal_size=(80, 24), run_before=settle(_runs)
+    )

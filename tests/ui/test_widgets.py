@@ -126,7 +126,9 @@ REPORT: dict[str, Any] = {
     "slack_gib": 7.05,
     "verdict": "tight",
     "error": None,
-    "warnings": [{"code": "c", "message": "Lower it", "flag": "--max-running-requests", "suggested_value": 8}],
+    "warnings": [
+        {"code": "c", "message": "Lower it", "flag": "--max-running-requests", "suggested_value": 8}
+    ],
 }
 
 
@@ -146,7 +148,10 @@ def test_the_timeline_shows_predicted_next_to_actual() -> None:
     view = TimelineView(
         phase="ready",
         elapsed_s=135.0,
-        milestones=(Milestone("load_weight_end", "weights loaded", 86.0, True), Milestone("ready", "ready", None, False)),
+        milestones=(
+            Milestone("load_weight_end", "weights loaded", 86.0, True),
+            Milestone("ready", "ready", None, False),
+        ),
         comparisons=(("KV tokens", "248,129", "248,120"),),
     )
     text = timeline_text(view).plain
@@ -160,7 +165,10 @@ def test_only_flag_suggestions_with_a_value_are_applied_by_a_key() -> None:
     diag = DiagnosisView(
         "Not enough memory",
         "why",
-        (SuggestionView("--tp-size", None, "more GPUs"), SuggestionView("--max-running-requests", "8", "fewer")),
+        (
+            SuggestionView("--tp-size", None, "more GPUs"),
+            SuggestionView("--max-running-requests", "8", "fewer"),
+        ),
     )
     assert first_applicable([diag]) == diag.suggestions[1]
     assert "--max-running-requests 8  [a] apply" in diagnosis_text([diag]).plain

@@ -49,7 +49,9 @@ class ProfilesScreen(ModalScreen[ProfileChoice | None]):
                 "ctrl+d duplicates it",
                 id="profiles-title",
             )
-            yield OptionList(*[Option(str(p), id=str(i)) for i, p in enumerate(self.paths)], id="profile-list")
+            yield OptionList(
+                *[Option(str(p), id=str(i)) for i, p in enumerate(self.paths)], id="profile-list"
+            )
             yield Input(placeholder="name of the copy, then enter", id="dup-name")
 
     @on(OptionList.OptionSelected, "#profile-list")

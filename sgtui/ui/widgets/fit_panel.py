@@ -50,7 +50,9 @@ def fit_text(report: dict[str, Any] | None, error: str = "") -> Text:
     rows.append(("KV+state budget", _gib(report.get("rest_gib"))))
     mamba = report.get("mamba")
     if isinstance(mamba, dict):
-        rows.append(("mamba state", f"{_gib(mamba.get('state_gib'))} × {_int(mamba.get('max_mamba_cache_size'))}"))
+        rows.append(
+            ("mamba state", f"{_gib(mamba.get('state_gib'))} × {_int(mamba.get('max_mamba_cache_size'))}")
+        )
         if mamba.get("spec_state_gib"):
             rows.append(("spec state", _gib(mamba.get("spec_state_gib"))))
     swa = report.get("swa")

@@ -254,7 +254,9 @@ class LaunchForm(VerticalScroll):
             by_group.setdefault(info.group if info.group in GROUPS else "other", []).append(fld)
         for group in GROUPS:
             if group in by_group:
-                yield Static(group, classes="group-title", id="group-" + group.replace("/", "-").replace(" ", "-"))
+                yield Static(
+                    group, classes="group-title", id="group-" + group.replace("/", "-").replace(" ", "-")
+                )
                 yield from by_group[group]
         yield Input(
             placeholder="add a flag: --name value",
@@ -279,7 +281,7 @@ class LaunchForm(VerticalScroll):
 
     async def set_hints(self, hints: dict[str, tuple[str, Any]]) -> None:
         """Show each warning under its flag; a flag the form lacks gets an empty field to carry it."""
-        for flag, (message, suggested) in hints.items():
+        for flag, (_message, suggested) in hints.items():
             if flag not in self._fields and flag in self.catalogue and suggested is not None:
                 fld = FlagField(self.catalogue[flag], None, self.parser)
                 self._fields[flag] = fld

@@ -1,4 +1,4 @@
-"""The startup timeline beside the log: phase, elapsed, milestones, the memory numbers, predicted vs actual."""
+"""The startup timeline beside the log: phase, elapsed, milestones, memory numbers, predicted vs actual."""
 
 from __future__ import annotations
 
