@@ -1,0 +1,53 @@
+"""The `sgtui` dispatcher: bad input is one line and exit 2; a closed pipe is not a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURE = Path(__file__).parent / "fixtures" / "models" / "llama3_1_8b"
+
+
+def sgtui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sgtui", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_sglang_flags_without_the_separator_get_a_one_line_hint() -> None:
+    result = sgtui("fit", "--gpu", "A6000", "--tp", "2")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("sgtui: unrecognised arguments: --tp")
+    assert "SGLang's own flags go after `--`" in lines[0]
+
+
+def test_an_unknown_command_is_an_argparse_error_not_a_traceback() -> None:
+    result = sgtui("frobnicate")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback() -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sgtui",
+            "fit",
+            "--gpu",
+            "A6000",
+            "--config",
+            str(FIXTURE),
+            "--",
+            "--tp-size",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the table is printed
+    stderr = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in stderr
