@@ -99,7 +99,7 @@ async def launch(
 
     profile = load_profile(path)  # ProfileError (a UserError) lists every problem; the CLI exits 2
     host_name = host or profile.host
-    pool = ConnectionPool()
+    pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
     manager = RunManager(conn, target)
@@ -122,6 +122,17 @@ async def launch(
         await conn.close()
 
 
+async def ask_password(prompt: str) -> str | None:
+    """Ask on the terminal (no echo); the answer lives only in memory for this connection attempt."""
+    import asyncio
+    import getpass
+
+    try:
+        return await asyncio.to_thread(getpass.getpass, f"sgtui: {prompt}: ")
+    except (EOFError, KeyboardInterrupt):
+        return None
+
+
 class Watch:
     """Follow one run to ready or failure: log chunks into the classifier, status polls on the side."""
 
@@ -138,6 +149,7 @@ class Watch:
         self.error_seen_at: float | None = None
         self.exit_code: int | None = None
         self.exited = False
+        self.offset = 0  # bytes of the log already classified
 
     async def run(self) -> int:
         import asyncio
@@ -164,7 +176,23 @@ class Watch:
 
     async def _follow(self) -> None:
         async for chunk in self.manager.tail(self.record):
+            if chunk.end <= self.offset:
+                continue  # already read by _read_rest after the server exited
+            self.offset = chunk.end
             for event in self.classifier.feed("\n".join(chunk.lines) + "\n"):
+                self._event(event)
+
+    async def _read_rest(self) -> None:
+        """The tail delivers complete lines only: a server that died mid-line left its last words unread."""
+        from sgtui.remote.connection import RemoteError
+
+        try:
+            rest = await self.manager.read_rest(self.record, self.offset)
+        except RemoteError:
+            return
+        if rest.lines:
+            self.offset = rest.end
+            for event in self.classifier.feed("\n".join(rest.lines) + "\n"):
                 self._event(event)
 
     async def _poll_status(self) -> None:
@@ -181,6 +209,7 @@ class Watch:
             import asyncio
 
             await asyncio.sleep(STATUS_POLL_S)  # let the tail deliver the last lines first
+            await self._read_rest()
             self.exited = True
             self.exit_code = status.rc
             for event in self.classifier.process_exited(status.rc):

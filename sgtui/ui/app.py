@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -87,6 +87,7 @@ class SgtuiApp(App[None]):
         profile_dirs: tuple[Path, ...] = (),
         theme: str | None = None,
         max_log_lines: int = 20_000,
+        fit_function: Callable[[dict[str, Any], FitInputs], dict[str, Any]] = compute_fit,
     ) -> None:
         super().__init__()
         self.backend = backend
@@ -95,6 +96,7 @@ class SgtuiApp(App[None]):
         self.profile_dirs = profile_dirs
         self.controller = Controller(self, backend, max_lines=max_log_lines)
         self.max_log_lines = max_log_lines
+        self.fit_function = fit_function
         self.theme = theme or pick_theme(self.available_themes)
         self.version: str | None = profile_ops.declared_version(profile)
         self.catalogue: dict[str, FlagInfo] = flag_catalogue(self.version)
@@ -434,7 +436,8 @@ class SgtuiApp(App[None]):
         self._fit_generation += 1
         values = self.form.values()
         inputs = self.fit_inputs
-        self.controller.compute_fit(lambda: compute_fit(values, inputs), self._fit_generation)
+        fit = self.fit_function
+        self.controller.compute_fit(lambda: fit(values, inputs), self._fit_generation)
 
     @on(HostPicker.Picked)
     def _picked(self, event: HostPicker.Picked) -> None:

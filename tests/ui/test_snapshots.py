@@ -23,9 +23,43 @@ SIZES = [(120, 40), (80, 24)]
 GPU_FRAMES = [gpus((512, 512)), gpus((27_000, 26_900)), gpus((31_800, 31_700), holder="x")]
 
 
+FIXED_FIT: dict[str, Any] = {
+    "sglang_version": "0.5.9",
+    "gpu_total_gib": 47.99,
+    "baseline_free_gib": 46.99,
+    "mem_fraction_static": 0.85,
+    "mem_fraction_static_auto": 0.816,
+    "weights_gib": 25.48,
+    "draft_weights_gib": 0.41,
+    "rest_gib": 14.46,
+    "max_total_num_tokens": 0,
+    "max_running_requests": 48,
+    "context_length": 32768,
+    "mamba": {"state_gib": 3.51, "max_mamba_cache_size": 48, "spec_state_gib": 13.76},
+    "swa": None,
+    "slack_gib": 7.05,
+    "verdict": "fails",
+    "error": "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    "warnings": [
+        {
+            "code": "lower_max_running_requests",
+            "message": "Lower --max-running-requests to 8 or less: 248,129 tokens (fits).",
+            "flag": "--max-running-requests",
+            "suggested_value": 8,
+        },
+        {"code": "baseline_estimated", "message": "Free memory before loading is an estimate.", "flag": None},
+    ],
+}
+
+
+def fixed_fit(values: dict[str, Any], inputs: Any) -> dict[str, Any]:
+    """The snapshots show the panel's layout, not today's fit engine: its numbers are fixed here."""
+    return dict(FIXED_FIT, context_length=values.get("--context-length"))
+
+
 def app_with(**backend: Any) -> SgtuiApp:
     fake = FakeBackend(gpu_frames=GPU_FRAMES, **backend)
-    return SgtuiApp(fake, load_profile(PROFILE), theme="textual-dark")
+    return SgtuiApp(fake, load_profile(PROFILE), theme="textual-dark", fit_function=fixed_fit)
 
 
 def settle(
