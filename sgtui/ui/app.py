@@ -151,7 +151,16 @@ class SgtuiApp(App[None]):
     def on_mount(self) -> None:
         self.sub_title = profile_ops.name(self.profile)
         self.query_one("#log-filter", Input).display = False
-        self.query_one(RunLog).focus()
+        log = self.query_one(RunLog)
+        log.focus()
+        log.write_lines(
+            [
+                f"Profile {profile_ops.name(self.profile)} for "
+                f"{profile_ops.host(self.profile)} › {profile_ops.target_label(self.profile)}.",
+                "  l launches it here and follows its log; e edits its flags (the memory fit is beside them);",
+                "  1 picks another host or container; 4 lists the runs already there; ? shows every key.",
+            ]
+        )
         self.screen.set_class(self.size.width < 100, "-narrow")
         self._draw_status()
         self._draw_log_status()
@@ -380,7 +389,9 @@ class SgtuiApp(App[None]):
         self.run_state = message.outcome
         self.history.mark(time.monotonic(), message.outcome)
         if message.outcome == "failed":
-            self.query_one(DiagnosisPanel).show(message.diagnoses)
+            panel = self.query_one(DiagnosisPanel)
+            panel.show(message.diagnoses)
+            self.call_after_refresh(self.query_one("#side", VerticalScroll).scroll_to_widget, panel, top=True)
             first = self.query_one(DiagnosisPanel).first_suggestion
             hint = f"; a applies {first.as_flag}, then r restarts" if first else ""
             title = message.diagnoses[0].title if message.diagnoses else "the server exited"
@@ -489,18 +500,21 @@ class SgtuiApp(App[None]):
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
-        focus = {"targets": "#host-tree", "log": "#runlog", "runs": "#runs-table"}.get(tab)
-        if focus:
-            self.query_one(focus).focus()
+        # always move focus into the new tab: left behind in a hidden pane, it would pull that pane back
+        focus = {"targets": "#host-tree", "flags": "#form", "log": "#runlog", "runs": "#runs-table"}[tab]
+        self.query_one(focus).focus()
 
     def action_leave_input(self) -> None:
-        if isinstance(self.focused, Input) and self.focused.id == "log-filter":
-            self.focused.value = ""
-            self.focused.display = False
+        """esc: out of a text field, so that the single-letter keys act again."""
+        focused = self.focused
+        if isinstance(focused, Input) and focused.id == "log-filter":
+            focused.value = ""
+            focused.display = False
             self.query_one(RunLog).focus()
-        elif isinstance(self.focused, Input):
-            self.screen.focus_next()
-            self.query_one(TabbedContent).focus()
+        elif isinstance(focused, Input) and focused.id == "host-filter":
+            self.query_one("#host-tree").focus()
+        elif focused is not None and self.form in focused.ancestors:
+            self.form.focus()
 
     def _launch_problems(self) -> list[str]:
         errors = self.form.errors()

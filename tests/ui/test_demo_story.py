@@ -54,3 +54,31 @@ async def test_the_demo_story_from_failure_to_ready_with_the_footer_keys(_config
             )
             await pilot.press("q")
         assert host.gpu_memory()[0] > 20_000  # quitting left the server running on the host
+
+
+async def test_restarting_a_ready_run_stops_it_waits_for_its_gpus_and_relaunches(_config_dir: Path) -> None:
+    async with SimHost(speed=SPEED) as host:
+        written = host.write_config(_config_dir)
+        path = next(p for p in written.profiles if "a6000" in p.stem)
+        profile = load_profile(path)
+        profile.sglang["--max-running-requests"] = 8
+        backend = RemoteBackend(
+            load_hosts(ssh_config=False), runs_dir=str(host.state_dir / "runs"), user_known_hosts=None
+        )
+        app = SgtuiApp(backend, profile, path, theme="textual-dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.version == "0.5.9", 20, "the SGLang version of lxc 129")
+            await pilot.press("l")
+            await wait_for(pilot, lambda: app.run_state == "ready", 30, "the first run ready")
+            first = app.current
+            await pilot.press("r", "y")
+            await wait_for(pilot, lambda: app.current is not first, 40, "the relaunch")
+            await wait_for(pilot, lambda: app.run_state == "ready", 30, "the second run ready")
+            assert any("stopped; its GPUs are free" in n.message for n in app._notifications)
+            assert first is not None
+            await wait_for(
+                pilot,
+                lambda: {r.run_id: r.state for r in app.runs}.get(first.run_id) == "stopped",
+                10,
+                "the first run listed as stopped",
+            )

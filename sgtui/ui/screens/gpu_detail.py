@@ -12,16 +12,13 @@ from textual_plotext import PlotextPlot
 
 from sgtui.ui.gpu_history import GpuHistory
 
-SHORT_MARK = {
+SHORT_MARK = {  # the milestones worth a line on the chart, and their labels
+    "launch": "launch",
     "load_weight_begin": "load",
-    "load_weight_end": "weights",
     "kv_cache_allocated": "KV",
-    "memory_pool_end": "pools",
     "cuda_graph_end": "graphs",
     "ready": "ready",
     "failed": "failed",
-    "launch": "launch",
-    "stop": "stop",
 }
 
 
@@ -72,8 +69,9 @@ class GpuDetailScreen(Screen[None]):
         if budget is not None:
             plt.hline(budget, "red")
         for x, label in h.marks:
-            plt.vline(x, "yellow")
-            plt.text(SHORT_MARK.get(label, label), x=x, y=top * 0.97, color="yellow")
+            if label in SHORT_MARK:
+                plt.vline(x, "red" if label == "failed" else "yellow")
+                plt.text(SHORT_MARK[label], x=x, y=top * 0.97, color="yellow")
         plt.ylim(0, top)
         plt.xlabel("seconds")
         plt.ylabel("GiB")

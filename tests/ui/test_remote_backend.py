@@ -1,0 +1,88 @@
+"""The UI's adapter over sgtui.remote: how readings, run states and connection events are shown."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sgtui.core.nvsmi import GpuProcess, GpuReading, GpuState, Value
+from sgtui.remote.connection import ConnectionEvent, ConnState
+from sgtui.remote.runs import RunState, RunStatus
+from sgtui.ui.launcher import open_profile
+from sgtui.ui.remote_backend import RemoteBackend, gpu_views, run_state_name
+
+
+def test_gpu_readings_become_views_with_their_holders_and_named_problems() -> None:
+    readings = [
+        GpuReading(0, "u0", "NVIDIA RTX A6000", Value(31000.0), Value(49140.0), Value(87.0)),
+        GpuReading(1, "u1", "NVIDIA RTX A6000", Value(None, "N/A"), Value(49140.0), Value(None, "N/A"), GpuState.PARTIAL),
+    ]
+    procs = [GpuProcess(4242, "/opt/sglang/venv/bin/python", Value(30500.0), "u0", 0, "pct 129")]
+    views = gpu_views(readings, procs)
+    assert (views[0].used_mib, views[0].total_mib, views[0].util_pct) == (31000, 49140, 87)
+    assert views[0].processes[0].name == "python" and views[0].processes[0].container == "pct 129"
+    assert views[1].note == "N/A" and views[1].util_pct is None and views[1].processes == ()
+
+
+@pytest.mark.parametrize(
+    ("status", "shown"),
+    [
+        (RunStatus(RunState.RUNNING, None, 3), "running"),
+        (RunStatus(RunState.EXITED, 0), "exited"),
+        (RunStatus(RunState.EXITED, 1), "failed"),
+        (RunStatus(RunState.DEAD), "stopped"),
+        (RunStatus(RunState.PID_REUSED), "stopped"),
+    ],
+)
+def test_run_states_are_named_for_the_runs_table(status: RunStatus, shown: str) -> None:
+    assert run_state_name(status) == shown
+
+
+class FakeTransport:
+    """Connects at once, then replays the events the test pushes."""
+
+    def __init__(self) -> None:
+        self.sinks: list[asyncio.Queue[ConnectionEvent]] = []
+
+    def subscribe(self, sink: asyncio.Queue[ConnectionEvent]) -> Any:
+        self.sinks.append(sink)
+        return lambda: self.sinks.remove(sink)
+
+    async def connect(self) -> FakeTransport:
+        return self
+
+    def emit(self, state: ConnState, message: str = "", retry_in: float | None = None) -> None:
+        for sink in self.sinks:
+            sink.put_nowait(ConnectionEvent("pve", state, message, retry_in))
+
+
+async def test_connection_events_become_the_states_the_picker_shows() -> None:
+    backend = RemoteBackend({})
+    transport = FakeTransport()
+    backend.pool.get = lambda name: transport  # type: ignore[method-assign]
+    states = backend.connection_states("pve")
+    assert await anext(states) == ("connecting", "")
+    assert await anext(states) == ("connected", "")
+    transport.emit(ConnState.RETRYING, "connection reset", retry_in=2.0)
+    assert await anext(states) == ("lost", "connection reset (retry in 2 s)")
+    transport.emit(ConnState.HOST_KEY_CHANGED, "host key changed for pve")
+    assert await anext(states) == ("failed", "host key changed for pve")
+    transport.emit(ConnState.UP)
+    assert await anext(states) == ("connected", "")
+    await states.aclose()
+    assert transport.sinks == []
+
+
+def test_a_missing_profile_file_is_a_clear_user_error(tmp_path: Path) -> None:
+    from sgtui.core.errors import UserError
+
+    with pytest.raises(UserError, match=r"nope\.yaml: no such profile file"):
+        open_profile(tmp_path / "nope.yaml")
+
+
+def test_without_profiles_the_app_opens_an_empty_one_for_the_given_host() -> None:
+    profile, path = open_profile(None, host="gpu1")
+    assert path is None and profile.host == "gpu1" and profile.sglang == {}
