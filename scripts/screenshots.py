@@ -42,7 +42,10 @@ class ShotBackend(RemoteBackend):
         except Exception:
             folder = SIM_MODELS / Path(model_path).name
             index = json.loads((folder / "model.safetensors.index.json").read_text())
-            return {"config": json.loads((folder / "config.json").read_text()), "weight_bytes": index["metadata"]["total_size"]}
+            return {
+                "config": json.loads((folder / "config.json").read_text()),
+                "weight_bytes": index["metadata"]["total_size"],
+            }
 
 
 async def until(pilot: Any, condition: Callable[[], Any], timeout: float, what: str) -> None:
@@ -60,7 +63,9 @@ async def shoot(out: Path, size: tuple[int, int]) -> list[Path]:
     async with SimHost(speed=4.0) as host:
         files = host.write_config(config)
         path = next(p for p in files.profiles if "a6000" in p.stem)
-        backend = ShotBackend(load_hosts(ssh_config=False), runs_dir=str(host.state_dir / "runs"), user_known_hosts=None)
+        backend = ShotBackend(
+            load_hosts(ssh_config=False), runs_dir=str(host.state_dir / "runs"), user_known_hosts=None
+        )
         app = SgtuiApp(backend, load_profile(path), path, theme="textual-dark")
         async with app.run_test(size=size) as pilot:
 
@@ -97,7 +102,9 @@ async def shoot(out: Path, size: tuple[int, int]) -> list[Path]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=REPO / "screenshots")
     parser.add_argument("--size", default="120x40", help="terminal size, COLSxROWS")
     ns = parser.parse_args()

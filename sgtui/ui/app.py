@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
@@ -24,9 +27,11 @@ from sgtui.ui.catalogue import flag_catalogue, parse_flag_text
 from sgtui.ui.commands_provider import SgtuiCommands
 from sgtui.ui.fitting import FitInputs, compute_fit, hints_from_report
 from sgtui.ui.gpu_history import GpuHistory
+from sgtui.ui.keymap import KEYS_FILE, load_keymap
 from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.screens.gpu_detail import GpuDetailScreen
 from sgtui.ui.screens.help import HelpScreen
+from sgtui.ui.screens.password import PasswordScreen
 from sgtui.ui.screens.profiles import ProfileChoice, ProfilesScreen
 from sgtui.ui.services import Controller
 from sgtui.ui.views import RunView, TimelineView
@@ -40,6 +45,19 @@ from sgtui.ui.widgets.runs_table import RunsTable
 from sgtui.ui.widgets.timeline import Timeline
 
 FIT_DEBOUNCE_S = 0.25
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def while_running(handler: Handler) -> Handler:
+    """Worker messages still queued when the app shuts down find its widgets gone: drop them."""
+
+    @functools.wraps(handler)
+    def guarded(self: App[Any], *args: Any) -> Any:
+        return handler(self, *args) if self.is_running else None
+
+    return cast(Handler, guarded)
+
+
 ALIVE = ("starting", "running", "ready")
 
 
@@ -105,7 +123,8 @@ class SgtuiApp(App[None]):
         self._fit_generation = 0
         self._fit_timer: Timer | None = None
         self.current: RunView | None = None
-        self.run_state = ""
+        self.run_state = ""  # starting | running | ready | failed | stopped | exited (ALIVE: the first three)
+        self.phase = ""  # the startup phase the log shows, for the status line only
         self.runs: list[RunView] = []
         self.host_states: dict[str, str] = {}
         self.history = GpuHistory()
@@ -150,26 +169,41 @@ class SgtuiApp(App[None]):
 
     def on_mount(self) -> None:
         self.sub_title = profile_ops.name(self.profile)
-        self.query_one("#log-filter", Input).display = False
-        log = self.query_one(RunLog)
+        self.main.query_one("#log-filter", Input).display = False
+        log = self.main.query_one(RunLog)
         log.focus()
         log.write_lines(
             [
                 f"Profile {profile_ops.name(self.profile)} for "
                 f"{profile_ops.host(self.profile)} › {profile_ops.target_label(self.profile)}.",
-                "  l launches it here and follows its log; e edits its flags (the memory fit is beside them);",
+                "  l launches it here and follows its log; e edits its flags (the memory fit beside them);",
                 "  1 picks another host or container; 4 lists the runs already there; ? shows every key.",
             ]
         )
-        self.screen.set_class(self.size.width < 100, "-narrow")
+        self.main.set_class(self.size.width < 100, "-narrow")
         self._draw_status()
         self._draw_log_status()
+        self._load_keymap()
+        self.backend.set_password_prompt(self.ask_password)
         self.controller.load_hosts()
         self._schedule_fit()
 
+    def _load_keymap(self) -> None:
+        from sgtui.core.errors import UserError
+        from sgtui.core.paths import config_dir
+
+        path = config_dir() / KEYS_FILE
+        if not path.is_file():
+            return
+        ids = [b.id for b in self.BINDINGS if isinstance(b, Binding) and b.id]
+        try:
+            self.set_keymap(load_keymap(path, ids))
+        except UserError as exc:
+            self.notify(f"{exc}\n(the default keys apply)", title="keys", severity="error", timeout=20)
+
     def on_resize(self, event: events.Resize) -> None:
         """Below 100 columns the side panes narrow and flag labels go above their inputs."""
-        self.screen.set_class(event.size.width < 100, "-narrow")
+        self.main.set_class(event.size.width < 100, "-narrow")
 
     async def on_unmount(self) -> None:
         await self.backend.close()
@@ -181,14 +215,15 @@ class SgtuiApp(App[None]):
         parts = [f"{host} › {profile_ops.target_label(self.profile)}", state]
         parts.append(f"SGLang {self.version}" if self.version else "SGLang ?")
         if self.current is not None:
-            parts.append(f"run {self.current.run_id} {self.run_state or self.current.state}")
+            shown = self.phase if self.run_state == "starting" and self.phase else self.run_state
+            parts.append(f"run {self.current.run_id} {shown or self.current.state}")
         else:
             parts.append("no run followed: l launches")
-        self.query_one("#status", Static).update(" · ".join(parts), layout=False)
-        self.query_one("#status", Static).set_class(state in ("lost", "failed"), "-lost")
+        self.main.query_one("#status", Static).update(" · ".join(parts), layout=False)
+        self.main.query_one("#status", Static).set_class(state in ("lost", "failed"), "-lost")
 
     def _draw_log_status(self, extra: str = "") -> None:
-        log = self.query_one(RunLog)
+        log = self.main.query_one(RunLog)
         bits = ["following" if log.following else "paused (f follows)"]
         if log.filter_text:
             bits.append(f"filter {log.filter_text!r}")
@@ -196,11 +231,12 @@ class SgtuiApp(App[None]):
         if self.current is not None and self.current.log_path:
             bits.append(self.current.log_path)
         # one fixed line, redrawn without a layout pass: this runs for every batch of a log flood
-        self.query_one("#log-status", Static).update(extra or " · ".join(bits), layout=False)
+        self.main.query_one("#log-status", Static).update(extra or " · ".join(bits), layout=False)
 
     # messages from the workers -------------------------------------------------------------------------
+    @while_running
     def on_hosts_loaded(self, message: m.HostsLoaded) -> None:
-        picker = self.query_one(HostPicker)
+        picker = self.main.query_one(HostPicker)
         picker.set_hosts(message.hosts)
         for problem in message.problems:
             self.notify(problem, title="hosts", severity="warning", timeout=10)
@@ -220,10 +256,13 @@ class SgtuiApp(App[None]):
             self._connected.add(host)
             self.controller.connect(host)
 
+    @while_running
     def on_host_state_changed(self, message: m.HostStateChanged) -> None:
+        if message.state == "unknown-key":
+            self._ask_host_key(message.host, message.detail)
         before = self.host_states.get(message.host)
         self.host_states[message.host] = message.state
-        self.query_one(HostPicker).set_state(message.host, message.state, message.detail)
+        self.main.query_one(HostPicker).set_state(message.host, message.state, message.detail)
         self._draw_status()
         if message.state == "lost":
             self.notify(
@@ -239,6 +278,26 @@ class SgtuiApp(App[None]):
             )
             self._fetch_model_config()
             self._list_runs()
+
+    def _ask_host_key(self, host: str, fingerprint: str) -> None:
+        def answer(yes: bool | None) -> None:
+            self.backend.trust_host_key(host, bool(yes))
+
+        self.push_screen(
+            ConfirmScreen(
+                f"Trust {host}'s host key?",
+                f"sgtui has never seen this host: its key is\n  {fingerprint}\nCompare it with "
+                "`ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub` on the host. Yes records it in sgtui's "
+                "own known_hosts; no connects to nothing.",
+            ),
+            answer,
+        )
+
+    async def ask_password(self, prompt: str) -> str | None:
+        """The backend's password prompt: a modal whose answer goes straight to the SSH connection."""
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self.push_screen(PasswordScreen(prompt), lambda value: answer.done() or answer.set_result(value))
+        return await answer
 
     def _list_runs(self) -> None:
         self.controller.list_runs(profile_ops.host(self.profile), profile_ops.container(self.profile))
@@ -276,9 +335,11 @@ class SgtuiApp(App[None]):
         )
         self._schedule_fit()
 
+    @while_running
     def on_containers_found(self, message: m.ContainersFound) -> None:
-        self.query_one(HostPicker).set_containers(message.host, message.containers, message.error)
+        self.main.query_one(HostPicker).set_containers(message.host, message.containers, message.error)
 
+    @while_running
     def on_version_detected(self, message: m.VersionDetected) -> None:
         if message.host != profile_ops.host(self.profile):
             return
@@ -298,21 +359,24 @@ class SgtuiApp(App[None]):
         self._draw_status()
         self._schedule_fit()
 
-    async def _rebuild_form_async(self) -> None:
-        values = self.form.values()
-        self.profile = profile_ops.with_values(self.profile, values)
+    async def _rebuild_form_async(self, keep_edits: bool = True) -> None:
+        """A new form for the current version; `keep_edits` carries the typed values over (a version
+        change), otherwise the profile's own values show (a profile was opened)."""
+        if keep_edits:
+            self.profile = profile_ops.with_values(self.profile, self.form.values())
         self.catalogue = flag_catalogue(self.version)
         old = self.form
         await old.remove()
-        await self.query_one("#flags-row", Horizontal).mount(self._new_form(), before="#fit-scroll")
+        await self.main.query_one("#flags-row", Horizontal).mount(self._new_form(), before="#fit-scroll")
 
     def _rebuild_form(self) -> None:
         self.call_later(self._rebuild_form_async)
 
+    @while_running
     def on_gpu_sampled(self, message: m.GpuSampled) -> None:
         if message.host != profile_ops.host(self.profile):
             return
-        self.query_one(GpuPanel).show(message.gpus)
+        self.main.query_one(GpuPanel).show(message.gpus)
         self.history.add(message.t, message.gpus)
         usable = [g for g in message.gpus if not g.note and g.total_mib]
         if usable and self.fit_inputs.gpu_mib is None:
@@ -321,15 +385,26 @@ class SgtuiApp(App[None]):
             )
             self._schedule_fit()
 
+    @while_running
     def on_runs_listed(self, message: m.RunsListed) -> None:
         if message.host != profile_ops.host(self.profile):
             return
-        self.runs = message.runs
-        if self.current is not None:
-            for r in message.runs:
-                if r.run_id == self.current.run_id and self.run_state in ("", "starting", "running"):
+        current = self.current
+        runs = message.runs
+        if current is not None:
+            for r in runs:
+                # the host's word counts when the run has ended before its log said ready or failed
+                if r.run_id == current.run_id and r.state not in ALIVE and self.run_state in ("", *ALIVE):
                     self.run_state = r.state
-        self.query_one(RunsTable).show(message.runs, self.current.run_id if self.current else None)
+            # the host only knows "running"; the followed run's log knows "ready" (or "starting")
+            runs = [
+                dataclasses.replace(r, state=self.run_state)
+                if r.run_id == current.run_id and r.state == "running" and self.run_state in ALIVE
+                else r
+                for r in runs
+            ]
+        self.runs = runs
+        self.main.query_one(RunsTable).show(runs, current.run_id if current else None)
         if self.current is None and message.host not in self._reattach_checked:
             self._reattach_checked.add(message.host)
             alive = [r for r in message.runs if r.state in ALIVE]
@@ -343,56 +418,62 @@ class SgtuiApp(App[None]):
         self.post_message(m.RunStarted(run, fresh))
         self.controller.follow(run, self.fit_report)
 
+    @while_running
     def on_run_started(self, message: m.RunStarted) -> None:
         self.current = message.run
         self.run_state = message.run.state
-        log = self.query_one(RunLog)
+        self.phase = ""
+        log = self.main.query_one(RunLog)
         log.reset()
         log.set_following(True)
-        self.query_one(Timeline).show(TimelineView())
-        self.query_one(DiagnosisPanel).show([])
+        self.main.query_one(Timeline).show(TimelineView())
+        self.main.query_one(DiagnosisPanel).show([])
         self._seen_milestones = set()
         if message.fresh:
             self.history.mark(time.monotonic(), "launch")
             self._list_runs()
-        self.query_one(TabbedContent).active = "log"
-        self.query_one(RunsTable).show(self.runs, message.run.run_id)
+        self.action_tab("log")
+        self.main.query_one(RunsTable).show(self.runs, message.run.run_id)
         self._draw_status()
         self._draw_log_status()
         self.refresh_bindings()
 
+    @while_running
     def on_log_lines(self, message: m.LogLines) -> None:
         if self.current is None or message.run_id != self.current.run_id:
             return
-        log = self.query_one(RunLog)
+        log = self.main.query_one(RunLog)
         if message.dropped:
             log.append([f"… {message.dropped:,} lines skipped in a flood (the full log is on the host) …"])
         log.append(message.lines)
         self._draw_log_status()
 
+    @while_running
     def on_startup_changed(self, message: m.StartupChanged) -> None:
         if self.current is None or message.run_id != self.current.run_id:
             return
-        self.query_one(Timeline).show(message.timeline)
+        self.main.query_one(Timeline).show(message.timeline)
         now = time.monotonic()
         for kind in message.milestone_kinds:
             if kind not in self._seen_milestones:
                 self._seen_milestones.add(kind)
                 self.history.mark(now, kind)
-        if self.run_state not in ("ready", "failed", "stopped"):
-            self.run_state = message.timeline.phase
+        self.phase = message.timeline.phase
         self._draw_status()
 
+    @while_running
     def on_run_outcome(self, message: m.RunOutcome) -> None:
         if self.current is None or message.run_id != self.current.run_id:
             return
         self.run_state = message.outcome
         self.history.mark(time.monotonic(), message.outcome)
         if message.outcome == "failed":
-            panel = self.query_one(DiagnosisPanel)
+            panel = self.main.query_one(DiagnosisPanel)
             panel.show(message.diagnoses)
-            self.call_after_refresh(self.query_one("#side", VerticalScroll).scroll_to_widget, panel, top=True)
-            first = self.query_one(DiagnosisPanel).first_suggestion
+            self.call_after_refresh(
+                self.main.query_one("#side", VerticalScroll).scroll_to_widget, panel, top=True
+            )
+            first = self.main.query_one(DiagnosisPanel).first_suggestion
             hint = f"; a applies {first.as_flag}, then r restarts" if first else ""
             title = message.diagnoses[0].title if message.diagnoses else "the server exited"
             self.notify(f"{self.current.run_id} failed: {title}{hint}", severity="error", timeout=12)
@@ -402,6 +483,7 @@ class SgtuiApp(App[None]):
         self._draw_status()
         self.refresh_bindings()
 
+    @while_running
     def on_stop_progress(self, message: m.StopProgress) -> None:
         self._draw_log_status(message.text)
         if self.current is not None and message.run_id == self.current.run_id and message.done and message.ok:
@@ -411,12 +493,13 @@ class SgtuiApp(App[None]):
             self.notify(message.text, severity="information" if message.ok else "error", timeout=8)
             self._list_runs()
 
+    @while_running
     async def on_fit_computed(self, message: m.FitComputed) -> None:
         if message.generation != self._fit_generation:
             return
         if message.report is not None:
             self.fit_report = message.report
-        self.query_one(FitPanel).show(message.report, message.error)
+        self.main.query_one(FitPanel).show(message.report, message.error)
         await self.form.set_hints(hints_from_report(message.report))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -426,6 +509,7 @@ class SgtuiApp(App[None]):
                 f"{event.worker.name}: {event.worker.error}", title="internal error", severity="error"
             )
 
+    @while_running
     def on_service_error(self, message: m.ServiceError) -> None:
         self.notify(f"{message.what} failed: {message.message}", severity="error", timeout=12)
 
@@ -479,30 +563,35 @@ class SgtuiApp(App[None]):
 
     @on(Input.Changed, "#log-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.query_one(RunLog).set_filter(event.value)
+        self.main.query_one(RunLog).set_filter(event.value)
         self._draw_log_status()
 
     @on(Input.Submitted, "#log-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
-        self.query_one(RunLog).focus()
+        self.main.query_one(RunLog).focus()
 
     # actions -------------------------------------------------------------------------------------------
     @property
+    def main(self) -> Screen[Any]:
+        """The app's own screen: message handlers must reach it even while a modal is on top."""
+        return self.screen_stack[0]
+
+    @property
     def form(self) -> LaunchForm:
-        return self.query_one(LaunchForm)
+        return self.main.query_one(LaunchForm)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "apply":
-            return self.query_one(DiagnosisPanel).first_suggestion is not None
+            return self.main.query_one(DiagnosisPanel).first_suggestion is not None
         if action in ("stop",):
             return True if self.current is not None and self.run_state in ALIVE else None
         return True
 
     def action_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        self.main.query_one(TabbedContent).active = tab
         # always move focus into the new tab: left behind in a hidden pane, it would pull that pane back
         focus = {"targets": "#host-tree", "flags": "#form", "log": "#runlog", "runs": "#runs-table"}[tab]
-        self.query_one(focus).focus()
+        self.main.query_one(focus).focus()
 
     def action_leave_input(self) -> None:
         """esc: out of a text field, so that the single-letter keys act again."""
@@ -510,9 +599,9 @@ class SgtuiApp(App[None]):
         if isinstance(focused, Input) and focused.id == "log-filter":
             focused.value = ""
             focused.display = False
-            self.query_one(RunLog).focus()
+            self.main.query_one(RunLog).focus()
         elif isinstance(focused, Input) and focused.id == "host-filter":
-            self.query_one("#host-tree").focus()
+            self.main.query_one("#host-tree").focus()
         elif focused is not None and self.form in focused.ancestors:
             self.form.focus()
 
@@ -541,7 +630,7 @@ class SgtuiApp(App[None]):
                 severity="error",
                 timeout=12,
             )
-            self.query_one(TabbedContent).active = "flags"
+            self.action_tab("flags")
             return None
         self.profile = profile_ops.with_values(self.profile, self.form.values())
         return self.profile
@@ -579,7 +668,7 @@ class SgtuiApp(App[None]):
         run = self.current
         if run is None or self.run_state not in ALIVE:
             if run is not None:
-                self.action_relaunch_after_end()
+                self._relaunch_after_end()
                 return
             self.action_launch()
             return
@@ -600,7 +689,7 @@ class SgtuiApp(App[None]):
             answer,
         )
 
-    def action_relaunch_after_end(self) -> None:
+    def _relaunch_after_end(self) -> None:
         """r on a run that already ended: still wait for its GPUs (a dead run can hold memory a while)."""
         run = self.current
         profile = self._profile_to_launch()
@@ -609,7 +698,7 @@ class SgtuiApp(App[None]):
         self.controller.stop(run, then_launch=(profile, self.fit_report))
 
     def action_apply(self) -> None:
-        panel = self.query_one(DiagnosisPanel)
+        panel = self.main.query_one(DiagnosisPanel)
         suggestion = panel.first_suggestion
         if suggestion is None:
             self.notify("no suggestion to apply", severity="warning")
@@ -626,25 +715,25 @@ class SgtuiApp(App[None]):
         self.profile = profile_ops.with_values(self.profile, self.form.values())
 
     def action_edit(self) -> None:
-        self.query_one(TabbedContent).active = "flags"
+        self.main.query_one(TabbedContent).active = "flags"
         fields = self.form.query("Input, Checkbox")
         if fields:
             fields.first().focus()
 
     def action_filter(self) -> None:
-        self.query_one(TabbedContent).active = "log"
-        box = self.query_one("#log-filter", Input)
+        self.main.query_one(TabbedContent).active = "log"
+        box = self.main.query_one("#log-filter", Input)
         box.display = True
         box.focus()
 
     def action_follow(self) -> None:
-        log = self.query_one(RunLog)
+        log = self.main.query_one(RunLog)
         log.set_following(not log.following)
         self._draw_log_status()
 
     def action_first_error(self) -> None:
-        self.query_one(TabbedContent).active = "log"
-        if not self.query_one(RunLog).jump_to_first_error():
+        self.action_tab("log")
+        if not self.main.query_one(RunLog).jump_to_first_error():
             self.notify("no error in the log shown", timeout=4)
         self._draw_log_status()
 
@@ -678,9 +767,14 @@ class SgtuiApp(App[None]):
                 self.profile_path = choice.path
                 self.version = profile_ops.declared_version(self.profile)
                 self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(self.profile), version=self.version)
-                await self._rebuild_form_async()
-                self._connect(profile_ops.host(self.profile))
-                self._fetch_model_config()
+                await self._rebuild_form_async(keep_edits=False)
+                host = profile_ops.host(self.profile)
+                self._connect(host)
+                if self.host_states.get(host) == "connected":
+                    target = profile_ops.container(self.profile)
+                    self.controller.detect_version(host, target, profile_ops.python(self.profile))
+                    self._list_runs()
+                    self._fetch_model_config()
                 self.notify(f"opened {choice.path}")
             elif choice.action == "save":
                 path = profile_ops.save(self.profile, self.profile_path)

@@ -6,7 +6,7 @@ The controller is the only caller, from workers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
@@ -18,7 +18,8 @@ class Backend(Protocol):
         ...
 
     def connection_states(self, host: str) -> AsyncIterator[tuple[str, str]]:
-        """Connect and keep connected; yields (state, detail) on every change, forever."""
+        """Connect and keep connected; yields (state, detail) on every change, forever. The state
+        "unknown-key" (detail: the key's fingerprint) waits for `trust_host_key`."""
         ...
 
     async def containers(self, host: str) -> list[ContainerView]: ...
@@ -50,6 +51,14 @@ class Backend(Protocol):
 
     def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
         """Yields progress lines while the run's GPUs still hold memory; raises TimeoutError on timeout."""
+        ...
+
+    def set_password_prompt(self, prompt: Callable[[str], Awaitable[str | None]]) -> None:
+        """How to ask the user for a password when a host wants one (the app's modal)."""
+        ...
+
+    def trust_host_key(self, host: str, trusted: bool) -> None:
+        """The user's answer to an "unknown-key" state: record the key and connect, or give up."""
         ...
 
     async def close(self) -> None: ...

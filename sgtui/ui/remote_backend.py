@@ -7,12 +7,22 @@ import contextlib
 import json
 import shlex
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from sgtui.core.errors import UserError
 from sgtui.core.nvsmi import GpuProcess, GpuReading
-from sgtui.remote.connection import ConnectionEvent, ConnectionPool, ConnState, RemoteError, Transport
+from sgtui.remote.connection import (
+    AuthError,
+    Connection,
+    ConnectionEvent,
+    ConnectionPool,
+    ConnState,
+    HostKeyError,
+    RemoteError,
+    Transport,
+    accept_host_key,
+)
 from sgtui.remote.gpu import GpuSampler
 from sgtui.remote.hosts import HostConfig, load_hosts
 from sgtui.remote.runs import DEFAULT_RUNS_DIR, RunManager, RunRecord, RunState, RunStatus
@@ -100,6 +110,11 @@ def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuVi
     return out
 
 
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 class RemoteBackend:
     def __init__(
         self,
@@ -111,16 +126,44 @@ class RemoteBackend:
         **conn_options: Any,
     ) -> None:
         self._problems: list[str] = []
+        self._password_prompt: Callable[[str], Awaitable[str | None]] | None = None
+        self._key_answers: dict[str, asyncio.Future[bool]] = {}
         if hosts is None:
             try:
                 hosts = load_hosts()
             except UserError as exc:
                 self._problems.append(str(exc))
                 hosts = {}
-        self.pool = ConnectionPool(hosts, **conn_options)
+        self.pool = ConnectionPool(hosts, password_cb=self._ask_password, **conn_options)
         self.runs_dir = runs_dir
         self.gpu_interval_ms = gpu_interval_ms
         self.stop_grace_s = stop_grace_s
+
+    async def _ask_password(self, prompt: str) -> str | None:
+        return None if self._password_prompt is None else await self._password_prompt(prompt)
+
+    def set_password_prompt(self, prompt: Callable[[str], Awaitable[str | None]]) -> None:
+        self._password_prompt = prompt
+
+    def trust_host_key(self, host: str, trusted: bool) -> None:
+        answer = self._key_answers.get(host)
+        if answer is not None and not answer.done():
+            answer.set_result(trusted)
+
+    async def _decide_host_key(self, host: str, exc: HostKeyError) -> bool:
+        """Ask (through the "unknown-key" state) whether to trust a first-seen key; record it if so."""
+        answer = asyncio.get_running_loop().create_future()
+        self._key_answers[host] = answer
+        try:
+            trusted = await answer
+        finally:
+            self._key_answers.pop(host, None)
+        if trusted and exc.key is not None:
+            accept_host_key(exc.host, exc.key)
+            conn = self._conn(host)
+            if isinstance(conn, Connection):
+                conn.reset()
+        return trusted
 
     def _conn(self, host: str) -> Transport:
         return self.pool.get(host)
@@ -141,6 +184,18 @@ class RemoteBackend:
                 yield ("connecting", "")
                 try:
                     await conn.connect()
+                except HostKeyError as exc:
+                    if exc.changed or exc.key is None:
+                        yield ("failed", str(exc))  # a changed key is never accepted from here
+                        return
+                    yield ("unknown-key", f"{exc.key.get_algorithm()} {exc.fingerprint}")
+                    if not await self._decide_host_key(host, exc):
+                        yield ("failed", "host key not trusted: nothing was sent to the host")
+                        return
+                    continue
+                except AuthError as exc:
+                    yield ("failed", str(exc))
+                    return
                 except (RemoteError, OSError) as exc:
                     yield ("failed", str(exc))
                     await asyncio.sleep(10.0)
@@ -212,6 +267,7 @@ class RemoteBackend:
         finally:
             if refresh is not None:
                 refresh.cancel()
+                refresh.add_done_callback(_retrieve)  # a failed holder query is not worth a warning at exit
 
     async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
         manager = self._manager(host, to_target(target))

@@ -61,6 +61,8 @@ class FakeBackend:
     stopped: list[str] = field(default_factory=list)
     gpu_wait_lines: list[str] = field(default_factory=lambda: ["GPU0 still holds 31.2 GiB (pid 4242)"])
     hold_tail: bool = False
+    password_prompt: Any = None
+    key_answers: list[tuple[str, bool]] = field(default_factory=list)
     closed: bool = False
     _state_queue: asyncio.Queue[tuple[str, str]] | None = None
 
@@ -132,6 +134,12 @@ class FakeBackend:
     async def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
         for line in self.gpu_wait_lines:
             yield line
+
+    def set_password_prompt(self, prompt: Any) -> None:
+        self.password_prompt = prompt
+
+    def trust_host_key(self, host: str, trusted: bool) -> None:
+        self.key_answers.append((host, trusted))
 
     async def close(self) -> None:
         self.closed = True

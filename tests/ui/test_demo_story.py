@@ -82,3 +82,28 @@ async def test_restarting_a_ready_run_stops_it_waits_for_its_gpus_and_relaunches
                 10,
                 "the first run listed as stopped",
             )
+            second = app.current
+            assert second is not None
+            await wait_for(  # the host only says "running"; the table shows what the log says
+                pilot, lambda: {r.run_id: r.state for r in app.runs}.get(second.run_id) == "ready", 10, "ready listed"
+            )
+
+
+async def test_a_first_seen_host_key_is_trusted_only_after_the_user_says_yes(_config_dir: Path) -> None:
+    from sgtui.ui.screens.confirm import ConfirmScreen
+
+    async with SimHost(speed=SPEED) as host:
+        written = host.write_config(_config_dir)
+        written.known_hosts.write_text("")  # sgtui has never seen this host
+        path = next(p for p in written.profiles if "a6000" in p.stem)
+        backend = RemoteBackend(
+            load_hosts(ssh_config=False), runs_dir=str(host.state_dir / "runs"), user_known_hosts=None
+        )
+        app = SgtuiApp(backend, load_profile(path), path, theme="textual-dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the host key question")
+            assert "SHA256:" in str(app.screen.query_one("#confirm-detail").render())
+            assert app.host_states["sim"] == "unknown-key"
+            await pilot.press("y")
+            await wait_for(pilot, lambda: app.host_states.get("sim") == "connected", 20, "the connection")
+        assert host.known_hosts_line().split()[-1] in written.known_hosts.read_text()

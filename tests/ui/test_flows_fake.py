@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from textual.widgets import Input, TabbedContent
@@ -269,3 +270,117 @@ async def test_quitting_leaves_the_run_running(profile: Profile) -> None:
         await pilot.press("q")
     assert backend.stopped == []
     assert backend.closed
+
+
+async def test_any_flag_can_be_added_by_name_and_a_wrong_name_is_explained(profile: Profile) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        adder = app.form.query_one("#add-flag", Input)
+        adder.focus()
+        adder.value = "--mamba-ssm-dtype bfloat16"
+        await pilot.press("enter")
+        await wait_for(
+            pilot, lambda: app.form.values().get("--mamba-ssm-dtype") == "bfloat16", what="new field"
+        )
+        adder.value = "--max-runing-requests 8"
+        await pilot.press("enter")
+        await pilot.pause(0.05)
+        assert any("--max-runing-requests is not an SGLang flag" in n.message for n in app._notifications)
+        assert "--max-runing-requests" not in app.form.values()
+
+
+async def test_the_command_palette_runs_the_apps_actions_by_name(profile: Profile) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"GPU detail")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen), what="the GPU screen")
+
+
+async def test_keys_can_be_remapped_by_binding_id_in_keys_yaml(profile: Profile, _config_dir: Path) -> None:
+    _config_dir.mkdir(parents=True, exist_ok=True)
+    (_config_dir / "keys.yaml").write_text("gpus: G\n")
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("g")
+        assert not isinstance(app.screen, GpuDetailScreen)
+        await pilot.press("G")
+        assert isinstance(app.screen, GpuDetailScreen)
+
+
+def test_a_keys_file_with_unknown_ids_names_each_line(tmp_path: Path) -> None:
+    import pytest
+
+    from sgtui.core.errors import UserError
+    from sgtui.ui.keymap import load_keymap
+
+    path = tmp_path / "keys.yaml"
+    path.write_text("launch: L\nlaunchh: X\nquit: ''\n")
+    with pytest.raises(UserError) as err:
+        load_keymap(path, ["launch", "quit"])
+    assert str(err.value).splitlines() == [
+        f"{path}:2: 'launchh' is not a binding id (known: launch, quit)",
+        f"{path}:3: quit: give a key such as `L` or `ctrl+l` (several: `L,f5`)",
+    ]
+
+
+async def test_the_flags_follow_the_sglang_version_installed_on_the_target(profile: Profile) -> None:
+    profile.sglang["--cuda-graph-max-bs"] = 32  # known to 0.5.9, gone in 0.5.23
+    app = make_app(FakeBackend(version="0.5.23"), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.version == "0.5.9"  # the profile's word until the host answers
+        await wait_for(pilot, lambda: app.version == "0.5.23", what="the host's version")
+        await wait_for(pilot, lambda: not app.form.info_for("--cuda-graph-max-bs").known, what="rebuilt form")
+        assert app.catalogue["--attn-dp-size"].known
+        field = app.form.field("--cuda-graph-max-bs")
+        assert field is not None and "not known to the target's SGLang version" in str(field.note.render())
+
+
+async def test_a_gpu_problem_is_named_instead_of_showing_zeros(profile: Profile) -> None:
+    from sgtui.ui.views import GpuView
+
+    problem = [GpuView(-1, "", 0, 0, None, (), "no driver: NVIDIA-SMI has failed")]
+    app = make_app(FakeBackend(gpu_frames=[problem]), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.query_one(GpuPanel).latest == problem, what="the problem sample")
+        await pilot.pause(0.05)
+        row = app.query_one("#gpu-row--1")
+        assert "no driver" in str(row.usage.render())  # type: ignore[attr-defined]
+        assert app.fit_inputs.gpu_mib is None
+
+
+async def test_a_password_is_asked_in_a_modal_and_handed_back_not_stored(profile: Profile) -> None:
+    from sgtui.ui.screens.password import PasswordScreen
+
+    backend = FakeBackend()
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        assert backend.password_prompt == app.ask_password
+        task = asyncio.ensure_future(backend.password_prompt("pve: root@10.0.0.5's password"))
+        await wait_for(pilot, lambda: isinstance(app.screen, PasswordScreen), what="the password modal")
+        await pilot.press(*"s3cret", "enter")
+        assert await task == "s3cret"
+        assert "s3cret" not in repr(app.profile)
+
+
+async def test_opening_another_profile_replaces_the_form(profile: Profile) -> None:
+    from textual.widgets import OptionList
+
+    from tests.ui.conftest import REPO
+
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        options = app.screen.query_one(OptionList)
+        wanted = str(REPO / "profiles" / "llama31-8b-h100.yaml")
+        index = next(
+            i for i in range(options.option_count) if str(options.get_option_at_index(i).prompt) == wanted
+        )
+        options.highlighted = index
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.profile.name == load_profile(wanted).name, what="the other profile")
+        await wait_for(pilot, lambda: app.form.values() == load_profile(wanted).sglang, what="its flags")
+        assert app.sub_title == app.profile.name

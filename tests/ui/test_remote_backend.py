@@ -18,7 +18,15 @@ from sgtui.ui.remote_backend import RemoteBackend, gpu_views, run_state_name
 def test_gpu_readings_become_views_with_their_holders_and_named_problems() -> None:
     readings = [
         GpuReading(0, "u0", "NVIDIA RTX A6000", Value(31000.0), Value(49140.0), Value(87.0)),
-        GpuReading(1, "u1", "NVIDIA RTX A6000", Value(None, "N/A"), Value(49140.0), Value(None, "N/A"), GpuState.PARTIAL),
+        GpuReading(
+            1,
+            "u1",
+            "NVIDIA RTX A6000",
+            Value(None, "N/A"),
+            Value(49140.0),
+            Value(None, "N/A"),
+            GpuState.PARTIAL,
+        ),
     ]
     procs = [GpuProcess(4242, "/opt/sglang/venv/bin/python", Value(30500.0), "u0", 0, "pct 129")]
     views = gpu_views(readings, procs)

@@ -53,7 +53,8 @@ class GpuRow(Horizontal):
         self.usage = Static(usage_text(gpu), classes="gpu-usage")
 
     def compose(self) -> ComposeResult:
-        yield Static(f"GPU{self.gpu.index} {short_name(self.gpu.name)}", classes="gpu-label")
+        label = "GPUs" if self.gpu.index < 0 else f"GPU{self.gpu.index} {short_name(self.gpu.name)}"
+        yield Static(label, classes="gpu-label")  # index -1: the host could not be read at all
         yield self.spark
         yield self.usage
 

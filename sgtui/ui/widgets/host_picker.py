@@ -18,6 +18,7 @@ STATE_MARK = {
     "connecting": ("◌", "yellow"),
     "lost": ("●", "red"),
     "failed": ("✗", "red"),
+    "unknown-key": ("?", "yellow"),
     "idle": ("○", "dim"),
 }
 

@@ -6,6 +6,7 @@ the canonical dashed flag name, so the profile can be saved and handed to SGLang
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -316,7 +317,7 @@ class LaunchForm(VerticalScroll):
             name = "--" + name
         name = name.replace("_", "-")
         if name not in self.catalogue:
-            close = sorted(f for f in self.catalogue if name[2:] in f)[:3]
+            close = difflib.get_close_matches(name, list(self.catalogue), n=3, cutoff=0.75)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             self.post_message(self.AddFailed(f"{name} is not an SGLang flag{hint}"))
             return
