@@ -635,6 +635,15 @@ class SgtuiApp(App[None]):
         self.profile = profile_ops.with_values(self.profile, self.form.values())
         return self.profile
 
+    def _prediction(self) -> dict[str, Any] | None:
+        """The fit for exactly the flags being launched (the debounced panel may lag a fresh edit)."""
+        try:
+            report = self.fit_function(self.form.values(), self.fit_inputs)
+        except Exception:  # no model config or GPU size yet: compare against nothing rather than stale
+            return None
+        self.fit_report = report
+        return report
+
     def action_launch(self) -> None:
         if self.current is not None and self.run_state in ALIVE:
             self.notify(
@@ -645,7 +654,7 @@ class SgtuiApp(App[None]):
         profile = self._profile_to_launch()
         if profile is not None:
             self.notify(f"launching {profile_ops.name(profile)} on {profile_ops.host(profile)}…", timeout=4)
-            self.controller.launch(profile, self.fit_report)
+            self.controller.launch(profile, self._prediction())
 
     def action_stop(self) -> None:
         run = self.current
@@ -675,7 +684,7 @@ class SgtuiApp(App[None]):
         profile = self._profile_to_launch()
         if profile is None:
             return
-        predicted = self.fit_report
+        predicted = self._prediction()
 
         def answer(yes: bool | None) -> None:
             if yes:
@@ -695,7 +704,7 @@ class SgtuiApp(App[None]):
         profile = self._profile_to_launch()
         if run is None or profile is None:
             return
-        self.controller.stop(run, then_launch=(profile, self.fit_report))
+        self.controller.stop(run, then_launch=(profile, self._prediction()))
 
     def action_apply(self) -> None:
         panel = self.main.query_one(DiagnosisPanel)

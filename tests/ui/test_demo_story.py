@@ -85,7 +85,10 @@ async def test_restarting_a_ready_run_stops_it_waits_for_its_gpus_and_relaunches
             second = app.current
             assert second is not None
             await wait_for(  # the host only says "running"; the table shows what the log says
-                pilot, lambda: {r.run_id: r.state for r in app.runs}.get(second.run_id) == "ready", 10, "ready listed"
+                pilot,
+                lambda: {r.run_id: r.state for r in app.runs}.get(second.run_id) == "ready",
+                10,
+                "ready listed",
             )
 
 

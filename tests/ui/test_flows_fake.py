@@ -12,7 +12,7 @@ from sgtui.ui.app import SgtuiApp
 from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.screens.gpu_detail import GpuDetailScreen
 from sgtui.ui.screens.help import HelpScreen
-from sgtui.ui.views import RunView
+from sgtui.ui.views import DiagnosisView, RunView, SuggestionView
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.fit_panel import FitPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
@@ -384,3 +384,19 @@ async def test_opening_another_profile_replaces_the_form(profile: Profile) -> No
         await wait_for(pilot, lambda: app.profile.name == load_profile(wanted).name, what="the other profile")
         await wait_for(pilot, lambda: app.form.values() == load_profile(wanted).sglang, what="its flags")
         assert app.sub_title == app.profile.name
+
+
+async def test_a_restart_right_after_applying_a_fix_predicts_with_the_fix(profile: Profile) -> None:
+    backend = FakeBackend(launch_logs=[failing_log(), ready_log()])
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.run_state == "failed")
+        app.main.query_one(DiagnosisPanel).show(
+            [DiagnosisView("Not enough memory", "", (SuggestionView("--max-running-requests", "8"),))]
+        )
+        await pilot.press("a", "r")  # faster than the fit panel's debounce
+        await wait_for(pilot, lambda: app.run_state == "ready" and len(backend.launched) == 2, what="ready")
+        compared = {label: predicted for label, predicted, _ in app.main.query_one(Timeline).view.comparisons}
+        assert compared["max running req"] == "8"
