@@ -5,6 +5,7 @@
     STATE/root/                          the host's HOME
     STATE/containers/VMID/bin/nvidia-smi first on the container's PATH (pct exec)
     STATE/containers/VMID/root/          the container's HOME
+    STATE/containers/VMID/opt/models/N   the model catalogue's config.json + index (no weights)
     STATE/containers/VMID/opt/...        the container's /opt: SGLang venvs (see sgtui.sim.pct for how
                                          /opt/sglang/venv/bin/python resolves there unchanged)
 
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import sgtui
 from sgtui.sim.pct import HOST_VIEW
+from sgtui.sim.plan import MODELS_DIR
 from sgtui.sim.scenarios import Scenario, SimContainer, SimVenv
 from sgtui.sim.state import StateStore
 
@@ -141,6 +144,12 @@ def install_container(state_dir: Path, ct: SimContainer) -> None:
     _python_fake(root / "bin" / "nvidia-smi", "nvidia_smi", state_dir)
     for venv in ct.venvs:
         install_venv(root, venv, state_dir)
+    # The built-in model catalogue (configs and safetensors indexes, no weights) at /opt/models/NAME, so
+    # sgtui reads a model's config.json inside the container as it would on a real host.
+    if ct.venvs:
+        for model in sorted(MODELS_DIR.iterdir()) if MODELS_DIR.is_dir() else ():
+            if (model / "config.json").is_file():
+                shutil.copytree(model, root / "opt" / "models" / model.name, dirs_exist_ok=True)
     # Each overlaid top dir (/opt) keeps the host's other entries reachable through symlinks.
     for top in sorted({Path(v.path).parts[1] for v in ct.venvs}):
         (root / HOST_VIEW / top).mkdir(parents=True, exist_ok=True)

@@ -79,7 +79,7 @@ class Scenario:
 
 
 _QWEN_FLAGS = """\
-  model-path: /models/Qwen3.6-27B
+  model-path: /opt/models/Qwen3.6-27B
   served-model-name: qwen3.6-27b
   tp-size: 2
   mem-fraction-static: 0.85
@@ -117,7 +117,7 @@ def _pro6000_profile(name: str, extra: str) -> str:
         'sglang_version: "0.5.11"\n'
         "gpus: [0]\n"
         "sglang:\n"
-        "  model-path: /models/Qwen3.6-27B\n"
+        "  model-path: /opt/models/Qwen3.6-27B\n"
         "  tp-size: 1\n"
         "  mem-fraction-static: 0.9\n"
         "  context-length: 65536\n"

@@ -110,3 +110,20 @@ def test_sgtuis_container_discovery_reads_the_fake_pct_output(state_dir: Path) -
         ("130", "stopped", "scratch"),
     ]
     assert parse_pct_config_gpus(sh(state_dir, "pct config 129").stdout) == ((0, 1), False)
+
+
+@pytest.mark.parametrize("namespace", ["mount namespace", "path rewrite"])
+def test_the_containers_model_folder_holds_the_config_sgtui_reads_for_the_fit(
+    state_dir: Path, namespace: str
+) -> None:
+    extra = {"SGTUI_SIM_NO_NAMESPACE": "1"} if namespace == "path rewrite" else {}
+    script = "cat /opt/models/Qwen3.6-27B/config.json"
+    encoded = base64.b64encode(script.encode()).decode()
+    wrapped = f'eval "$(echo {encoded} | base64 -d)"'
+    out = sh(
+        state_dir,
+        shlex.join(["pct", "exec", "129", "--", "bash", "--norc", "--noprofile", "-c", wrapped]),
+        **extra,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Qwen3_5ForConditionalGeneration" in out.stdout
