@@ -72,6 +72,23 @@ def pick_theme(available: Iterable[str], environ: Mapping[str, str] = os.environ
     return next((name for name in ANSI_THEMES if name in names), "textual-dark")
 
 
+def tail_of(path: str, room: int) -> str:
+    """The end of a path in `room` columns: the run id and file name are what tell runs apart."""
+    if room <= 0 or len(path) <= room:
+        return path
+    return "…" + path[-(room - 1) :] if room > 1 else "…"
+
+
+# one key per line: the log does not wrap, and at 80 columns it is about 46 wide
+WELCOME_KEYS = (
+    "  l  launch here and follow the log",
+    "  e  edit the flags, with the memory fit",
+    "  1  pick another host or container",
+    "  4  the runs already there",
+    "  ?  every key",
+)
+
+
 class SgtuiApp(App[None]):
     CSS_PATH = Path(__file__).with_name("sgtui.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "sgtui"
@@ -176,8 +193,7 @@ class SgtuiApp(App[None]):
             [
                 f"Profile {profile_ops.name(self.profile)} for "
                 f"{profile_ops.host(self.profile)} › {profile_ops.target_label(self.profile)}.",
-                "  l launches it here and follows its log; e edits its flags (the memory fit beside them);",
-                "  1 picks another host or container; 4 lists the runs already there; ? shows every key.",
+                *WELCOME_KEYS,
             ]
         )
         self.main.set_class(self.size.width < 100, "-narrow")
@@ -228,10 +244,12 @@ class SgtuiApp(App[None]):
         if log.filter_text:
             bits.append(f"filter {log.filter_text!r}")
         bits.append(f"{log.total_lines:,} lines")
+        status = self.main.query_one("#log-status", Static)
         if self.current is not None and self.current.log_path:
-            bits.append(self.current.log_path)
+            room = status.content_size.width - len(" · ".join(bits)) - len(" · ")
+            bits.append(tail_of(self.current.log_path, room))
         # one fixed line, redrawn without a layout pass: this runs for every batch of a log flood
-        self.main.query_one("#log-status", Static).update(extra or " · ".join(bits), layout=False)
+        status.update(extra or " · ".join(bits), layout=False)
 
     # messages from the workers -------------------------------------------------------------------------
     @while_running
@@ -466,7 +484,9 @@ class SgtuiApp(App[None]):
         if self.current is None or message.run_id != self.current.run_id:
             return
         self.run_state = message.outcome
-        self.history.mark(time.monotonic(), message.outcome)
+        if message.outcome not in self._seen_milestones:  # "ready" is a log milestone too: one line
+            self._seen_milestones.add(message.outcome)
+            self.history.mark(time.monotonic(), message.outcome)
         if message.outcome == "failed":
             panel = self.main.query_one(DiagnosisPanel)
             panel.show(message.diagnoses)

@@ -92,7 +92,7 @@ def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuVi
         used, total, util = r.memory_used_mib.value, r.memory_total_mib.value, r.utilization_pct.value
         note = "" if used is not None and total else (r.memory_used_mib.reason or r.state.value)
         mine = tuple(
-            GpuProcessView(p.pid, p.name.rsplit("/", 1)[-1], int(p.used_mib.value or 0), p.container or "")
+            GpuProcessView(p.pid, p.name.rsplit("/", 1)[-1], _mib(p), p.container or "")
             for p in procs
             if p.gpu_index == r.index
         )
@@ -108,6 +108,31 @@ def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuVi
             )
         )
     return out
+
+
+def _mib(proc: GpuProcess) -> int | None:
+    """nvidia-smi prints [N/A] for a process's memory in some setups: unknown, never zero."""
+    value = proc.used_mib.value
+    return None if value is None else int(value)
+
+
+def holder_text(proc: GpuProcess) -> str:
+    """A process still holding a GPU, as the restart's wait names it."""
+    value = proc.used_mib.value
+    used = f"{value:.0f} MiB" if value is not None else f"? MiB ({proc.used_mib.reason or 'N/A'})"
+    return f"{proc.name.rsplit('/', 1)[-1]}[{proc.pid}] {used}"
+
+
+async def _rest(manager: RunManager, record: RunRecord, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
+    """What `follow` holds back once the writer is gone: a last line without a newline (a crash
+    mid-write). Starts at the last delivered offset, so no line is shown twice."""
+    while True:
+        chunk = await manager.read_rest(record, offset)
+        if chunk.end <= offset:
+            return
+        offset = chunk.end
+        if chunk.lines:
+            yield chunk.end, chunk.lines
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:
@@ -300,6 +325,7 @@ class RemoteBackend:
 
         task = asyncio.create_task(pump())
         ended_polls = 0
+        end = offset
         try:
             while True:
                 try:
@@ -310,12 +336,19 @@ class RemoteBackend:
                     status = await manager.status(record)
                     ended_polls = ended_polls + 1 if status.state is not RunState.RUNNING else 0
                     if ended_polls >= 2:
-                        return
+                        break
                     continue
                 ended_polls = 0
+                end = chunk.end
                 yield chunk.end, chunk.lines
         finally:
             task.cancel()
+        while not chunks.empty():  # delivered while the last status poll ran
+            chunk = chunks.get_nowait()
+            end = chunk.end
+            yield chunk.end, chunk.lines
+        async for rest_end, lines in _rest(manager, record, end):
+            yield rest_end, lines
 
     async def run_state(self, run: RunView) -> str:
         record: RunRecord = run.raw
@@ -346,10 +379,7 @@ class RemoteBackend:
             except GpusBusyError as exc:
                 if time.monotonic() >= deadline:
                     raise TimeoutError(str(exc)) from None
-                holders = ", ".join(
-                    f"{p.name.rsplit('/', 1)[-1]}[{p.pid}] {p.used_mib.value or 0:.0f} MiB"
-                    for p in exc.holders
-                )
+                holders = ", ".join(holder_text(p) for p in exc.holders)
                 yield f"waiting for GPUs {which} to be free: {holders or 'memory still in use'}"
 
     async def close(self) -> None:

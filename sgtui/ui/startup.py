@@ -47,6 +47,14 @@ def _fmt(template: str, value: Any) -> str:
         return str(value)
 
 
+def _predicted(key: str, template: str, value: Any, report: dict[str, Any] | None) -> str:
+    """A failing fit's token count is <= 0 (SGLang's formula before its check): say none, and by how much."""
+    if key != "max_total_num_tokens" or not isinstance(value, int | float) or value > 0:
+        return _fmt(template, value)
+    short = (report or {}).get("kv_pool_gib")
+    return f"none ({-short:.2f} GiB short)" if isinstance(short, int | float) and short < 0 else "none"
+
+
 def timeline_from_state(state: StartupState, predicted: dict[str, Any] | None) -> TimelineView:
     stamps = [m.seconds for m in state.milestones.values() if m.seconds is not None]
     t0 = min(stamps) if stamps else None
@@ -78,7 +86,8 @@ def timeline_from_state(state: StartupState, predicted: dict[str, Any] | None) -
         actual = next((state.facts[a] for a in akeys if state.facts.get(a) is not None), None)
         expected = (predicted or {}).get(pkey)
         if actual is not None and expected is not None:
-            comparisons.append((label, _fmt(template, expected), _fmt(template, actual)))
+            shown = _predicted(pkey, template, expected, predicted)
+            comparisons.append((label, shown, _fmt(template, actual)))
     error = state.error
     progress = state.current_progress or {}
     pct = progress.get("percent")

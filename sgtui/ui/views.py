@@ -41,9 +41,11 @@ class ContainerView:
 
 @dataclass(frozen=True)
 class GpuProcessView:
+    """A process holding GPU memory; `used_mib` is None when nvidia-smi says [N/A] (containers, MIG)."""
+
     pid: int
     name: str
-    used_mib: int
+    used_mib: int | None
     container: str = ""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from textual.widgets import Input, TabbedContent
+from textual.widgets import Input, Static, TabbedContent
 
 from sgtui.core.profiles import Profile, load_profile
 from sgtui.ui.app import SgtuiApp
@@ -42,7 +42,12 @@ async def test_launch_follows_the_new_run_to_ready_with_the_timeline(profile: Pr
         view = app.query_one(Timeline).view
         assert view.phase == "ready"
         assert all(m.done for m in view.milestones)
-        assert ("KV tokens", f"{app.fit_report['max_total_num_tokens']:,}", "248,120") in view.comparisons
+        report = app.fit_report
+        assert report is not None and report["max_total_num_tokens"] < 0  # 0.5.9 predicts the failure
+        predicted = f"none ({-report['kv_pool_gib']:.2f} GiB short)"  # never a negative token count
+        assert ("KV tokens", predicted, "248,120") in view.comparisons
+        marks = [label for _, label in app.history.marks]
+        assert marks.count("ready") == 1, marks  # one chart line: the milestone and the outcome are one
         assert app.query_one(RunLog).line_count == len(ready_log())
         assert app.query_one(TabbedContent).active == "log"
 
@@ -400,3 +405,26 @@ async def test_a_restart_right_after_applying_a_fix_predicts_with_the_fix(profil
         await wait_for(pilot, lambda: app.run_state == "ready" and len(backend.launched) == 2, what="ready")
         compared = {label: predicted for label, predicted, _ in app.main.query_one(Timeline).view.comparisons}
         assert compared["max running req"] == "8"
+
+
+async def test_the_welcome_lines_fit_the_log_at_80_columns_so_no_key_is_cut_off(profile: Profile) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        log = app.query_one(RunLog)
+        width = log.scrollable_content_region.width
+        lines = list(log.lines)
+        assert len(lines) >= 5 and width > 0
+        assert all(len(line) <= width for line in lines), (width, lines)
+
+
+async def test_the_log_status_at_80_columns_keeps_the_end_of_the_log_path(profile: Profile) -> None:
+    app = make_app(FakeBackend(launch_logs=[ready_log()]), profile)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit before launching")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
+        status = app.query_one("#log-status", Static)
+        shown = str(status.render())
+        assert shown.startswith("following · ") and shown.endswith("/run-1.log")
+        assert len(shown) <= status.content_size.width

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,8 +13,12 @@ import pytest
 from sgtui.core.nvsmi import GpuProcess, GpuReading, GpuState, Value
 from sgtui.remote.connection import ConnectionEvent, ConnState
 from sgtui.remote.runs import RunState, RunStatus
+from sgtui.remote.tail import LogChunk
+from sgtui.ui import remote_backend
 from sgtui.ui.launcher import open_profile
-from sgtui.ui.remote_backend import RemoteBackend, gpu_views, run_state_name
+from sgtui.ui.remote_backend import RemoteBackend, gpu_views, holder_text, run_state_name
+from sgtui.ui.views import RunView
+from sgtui.ui.widgets.gpu_panel import holders_text
 
 
 def test_gpu_readings_become_views_with_their_holders_and_named_problems() -> None:
@@ -33,6 +39,19 @@ def test_gpu_readings_become_views_with_their_holders_and_named_problems() -> No
     assert (views[0].used_mib, views[0].total_mib, views[0].util_pct) == (31000, 49140, 87)
     assert views[0].processes[0].name == "python" and views[0].processes[0].container == "pct 129"
     assert views[1].note == "N/A" and views[1].util_pct is None and views[1].processes == ()
+
+
+def test_a_process_whose_memory_nvidia_smi_cannot_read_is_shown_as_unknown_not_zero() -> None:
+    reading = GpuReading(0, "u0", "NVIDIA RTX A6000", Value(31000.0), Value(49140.0), Value(87.0))
+    procs = [
+        GpuProcess(4242, "/opt/sglang/venv/bin/python", Value(None, "N/A"), "u0", 0, "pct 129"),
+        GpuProcess(4343, "/usr/bin/python3", Value(512.0), "u0", 0, None),
+    ]
+    views = gpu_views([reading], procs)
+    assert [p.used_mib for p in views[0].processes] == [None, 512]
+    assert holders_text(views).plain == "holders: 0:python[4242]@pct 129 N/A, 0:python3[4343] 0.5G"
+    assert holder_text(procs[0]) == "python[4242] ? MiB (N/A)"
+    assert holder_text(procs[1]) == "python3[4343] 512 MiB"
 
 
 @pytest.mark.parametrize(
@@ -94,3 +113,48 @@ def test_a_missing_profile_file_is_a_clear_user_error(tmp_path: Path) -> None:
 def test_without_profiles_the_app_opens_an_empty_one_for_the_given_host() -> None:
     profile, path = open_profile(None, host="gpu1")
     assert path is None and profile.host == "gpu1" and profile.sglang == {}
+
+
+class LogFileManager:
+    """A RunManager over a finished log held in memory: `tail` delivers complete lines then waits for
+    more (as `follow` does), `read_rest` returns everything after an offset, a last partial line too."""
+
+    def __init__(self, log: bytes) -> None:
+        self.log = log
+        self.rest_offsets: list[int] = []
+
+    async def tail(self, record: Any, offset: int) -> AsyncIterator[LogChunk]:
+        complete = self.log[: self.log.rfind(b"\n") + 1]
+        if len(complete) > offset:
+            yield LogChunk(complete[offset:].decode().splitlines(), offset, len(complete))
+        await asyncio.Event().wait()
+
+    async def status(self, record: Any) -> RunStatus:
+        return RunStatus(RunState.EXITED, 1)
+
+    async def read_rest(self, record: Any, offset: int) -> LogChunk:
+        self.rest_offsets.append(offset)
+        body = self.log[offset:]
+        return LogChunk(body.decode().splitlines(), offset, offset + len(body))
+
+
+@pytest.mark.parametrize(
+    ("log", "expected"),
+    [
+        (b"a\nb\nKilled mid-wr", [(4, ["a", "b"]), (17, ["Killed mid-wr"])]),
+        (b"a\nb\n", [(4, ["a", "b"])]),
+        (b"half a line", [(11, ["half a line"])]),
+    ],
+    ids=["partial-last-line", "ends-with-newline", "only-a-partial-line"],
+)
+async def test_the_tail_of_an_ended_run_shows_its_last_line_without_a_newline_once(
+    log: bytes, expected: list[tuple[int, list[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remote_backend, "STATUS_POLL_S", 0.01)
+    backend = RemoteBackend({})
+    manager = LogFileManager(log)
+    backend._manager = lambda host, target: manager  # type: ignore[assignment,method-assign,return-value]
+    run = RunView("r1", "pve", "pct 129", "p", "failed", raw=SimpleNamespace(target=None))
+    got = [chunk async for chunk in backend.tail(run, 0)]
+    assert got == expected
+    assert manager.rest_offsets[0] == (4 if log.startswith(b"a\n") else 0)  # from the last delivered line

@@ -32,7 +32,8 @@ FIXED_FIT: dict[str, Any] = {
     "weights_gib": 25.48,
     "draft_weights_gib": 0.41,
     "rest_gib": 14.46,
-    "max_total_num_tokens": 0,
+    "max_total_num_tokens": -89_784,
+    "kv_pool_gib": -2.74,
     "max_running_requests": 48,
     "context_length": 32768,
     "mamba": {"state_gib": 3.51, "max_mamba_cache_size": 48, "spec_state_gib": 13.76},
@@ -48,6 +49,18 @@ FIXED_FIT: dict[str, Any] = {
             "suggested_value": 8,
         },
         {"code": "baseline_estimated", "message": "Free memory before loading is an estimate.", "flag": None},
+    ],
+    "budget": [
+        {"key": "static_budget", "item": "static budget", "gib": 14.46, "count": "", "detail": ""},
+        {
+            "key": "speculative_state",
+            "item": "speculative state (48 requests x 4 draft tokens)",
+            "gib": -13.76,
+            "count": "48 requests x 4 draft tokens",
+            "detail": "",
+        },
+        {"key": "mamba_state", "item": "Mamba state", "gib": -3.44, "count": "48 slots", "detail": ""},
+        {"key": "kv_pool", "item": "KV pool", "gib": -2.74, "count": "-89,784 tokens", "detail": ""},
     ],
 }
 

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.app import App, ComposeResult
 
+from sgtui.ui import profile_ops
 from sgtui.ui.app import pick_theme
+from sgtui.ui.fitting import FitInputs, compute_fit
 from sgtui.ui.follow import Coalescer
+from sgtui.ui.gpu_history import GpuHistory
 from sgtui.ui.logtext import clean_line, strip_ansi
-from sgtui.ui.views import DiagnosisView, Milestone, SuggestionView, TimelineView
+from sgtui.ui.screens.gpu_detail import LEGEND_COLS, GpuChart, GpuDetailScreen, place_labels
+from sgtui.ui.startup import StartupTracker
+from sgtui.ui.views import DiagnosisView, GpuView, Milestone, SuggestionView, TimelineView
 from sgtui.ui.widgets.diagnosis import diagnosis_text, first_applicable, without_first
 from sgtui.ui.widgets.fit_panel import fit_text
 from sgtui.ui.widgets.gpu_sparkline import BARS, bar_for, sparkline_text
 from sgtui.ui.widgets.launch_form import FlagInfo, parse_value
 from sgtui.ui.widgets.run_log import MAX_LINE, RunLog, line_kind
 from sgtui.ui.widgets.timeline import elapsed, timeline_text
+from tests.ui.scripts import ready_log
 
 
 def test_the_sparkline_scale_is_the_card_total_not_the_data_range() -> None:
@@ -135,9 +144,100 @@ REPORT: dict[str, Any] = {
 def test_the_fit_panel_shows_verdict_numbers_and_warnings_with_their_flag() -> None:
     text = fit_text(REPORT).plain
     assert "TIGHT" in text
-    assert "KV tokens       248,129" in text
+    assert "KV tokens     248,129" in text
     assert "auto would be 0.816" in text
     assert "--max-running-requests: Lower it → --max-running-requests 8" in text
+
+
+# what fit() reports for worked example A on 0.5.9 (Qwen3.6-27B, 2x A6000, NEXTN): the pools eat the budget
+FAILING_BUDGET: list[dict[str, Any]] = [
+    {"key": "static_budget", "item": "static budget", "gib": 14.8367, "count": "", "detail": "A - P*(1-mfs)"},
+    {
+        "key": "speculative_state",
+        "item": "speculative state (48 requests x 4 draft tokens)",
+        "gib": -13.7637,
+        "count": "48 requests x 4 draft tokens",
+        "detail": "73.4 MiB of state per request and draft token",
+    },
+    {
+        "key": "mamba_state",
+        "item": "Mamba state (48 slots)",
+        "gib": -3.4409,
+        "count": "48 slots",
+        "detail": "73.4 MiB each",
+    },
+    {
+        "key": "kv_pool",
+        "item": "KV pool (-77,591 tokens)",
+        "gib": -2.3679,
+        "count": "-77,591 tokens",
+        "detail": "32,768 B per token, bfloat16, page 1",
+    },
+]
+FAILING = dict(
+    REPORT,
+    verdict="fails",
+    error="RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    rest_gib=14.8367,
+    kv_pool_gib=-2.3679,
+    max_total_num_tokens=-77591,
+    max_running_requests=48,
+    budget=FAILING_BUDGET,
+)
+
+
+def test_a_failing_fit_shows_what_ate_the_budget_and_the_shortfall_instead_of_negative_tokens() -> None:
+    text = fit_text(FAILING).plain
+    lines = text.splitlines()
+    assert "static budget  14.84 GiB" in lines
+    assert "- spec state   13.76 GiB  93%" in lines
+    assert "  48 req x 4 draft" in lines
+    assert "- Mamba state   3.44 GiB  23%" in lines
+    assert "  48 slots" in lines
+    assert "= KV pool      -2.37 GiB" in lines
+    assert "  2.37 GiB short: no tokens" in lines
+    assert "77,591" not in text and "KV tokens" not in text
+    assert "graph slack" not in text  # nothing was left for graphs to use: the row would mislead
+
+
+def test_the_biggest_bite_of_a_failing_budget_is_highlighted() -> None:
+    text = fit_text(FAILING)
+    start = text.plain.index("- spec state")
+    styles = {str(span.style) for span in text.spans if span.start <= start < span.end}
+    assert "bold red" in styles
+    mamba = text.plain.index("- Mamba state")
+    assert not any("red" in str(span.style) for span in text.spans if span.start <= mamba < span.end)
+
+
+def test_a_fitting_budget_shows_the_kv_tokens_under_the_pool() -> None:
+    budget = [
+        dict(FAILING_BUDGET[0], gib=14.34),
+        {"key": "mamba_state", "item": "Mamba state (50 slots)", "gib": -3.58, "count": "50 slots"},
+        {"key": "kv_pool", "item": "KV pool", "gib": 7.89, "count": "258,573 tokens"},
+    ]
+    lines = fit_text(dict(REPORT, budget=budget, max_total_num_tokens=258573)).plain.splitlines()
+    assert lines[lines.index("= KV pool       7.89 GiB") + 1] == "  258,573 tokens"
+    assert "max running        8" in lines
+
+
+def test_a_report_without_budget_lines_shows_the_shortfall_not_a_negative_token_count() -> None:
+    text = fit_text(dict(REPORT, max_total_num_tokens=-77591, kv_pool_gib=-2.37, verdict="fails")).plain
+    assert "KV tokens     none: 2.37 GiB short" in text and "-77,591" not in text
+    refused = dict(REPORT, max_total_num_tokens=0, kv_pool_gib=0.0, verdict="fails", error="ValueError: x")
+    assert "KV tokens" not in fit_text(refused).plain  # SGLang stopped before it sized the pool
+
+
+def test_the_fit_budget_stays_within_the_narrow_panel_with_notes_wrapped_under_their_indent() -> None:
+    budget = [
+        *FAILING_BUDGET[:1],
+        dict(FAILING_BUDGET[1], count="9 requests (+1 padding row) x 4 draft tokens"),
+        *FAILING_BUDGET[2:],
+    ]
+    lines = fit_text(dict(FAILING, budget=budget), width=29).plain.splitlines()
+    table = lines[: lines.index("")]  # up to the error text
+    assert all(len(line) <= 29 for line in table), table
+    at = table.index("- spec state   13.76 GiB  93%")
+    assert table[at + 1 : at + 3] == ["  9 req (+1 padding row) x 4", "  draft"]
 
 
 def test_the_fit_panel_explains_why_there_is_no_fit() -> None:
@@ -161,6 +261,14 @@ def test_the_timeline_shows_predicted_next_to_actual() -> None:
     assert elapsed(5.25) == "5.2s"
 
 
+def test_a_failing_predictions_token_count_is_compared_as_none_with_its_shortfall() -> None:
+    tracker = StartupTracker(dict(FAILING))
+    tracker.feed([clean_line(line) for line in ready_log()])
+    compared = {label: (predicted, actual) for label, predicted, actual in tracker.timeline().comparisons}
+    assert compared["KV tokens"] == ("none (2.37 GiB short)", "248,120")
+    assert compared["max running req"] == ("48", "8")
+
+
 def test_only_flag_suggestions_with_a_value_are_applied_by_a_key() -> None:
     diag = DiagnosisView(
         "Not enough memory",
@@ -177,9 +285,86 @@ def test_only_flag_suggestions_with_a_value_are_applied_by_a_key() -> None:
     assert rest[0].suggestions == (diag.suggestions[0],)
 
 
+def test_the_fix_a_applies_comes_right_under_the_title_before_the_long_why() -> None:
+    diag = DiagnosisView(
+        "Not enough GPU memory for the KV cache",
+        "SGLang had no memory left for the KV cache pool when it sized it.",
+        (
+            SuggestionView("--tp-size", None, "more GPUs"),
+            SuggestionView("--max-running-requests", "8", "fewer requests reserve less state"),
+        ),
+    )
+    lines = diagnosis_text([diag]).plain.splitlines()
+    assert lines[0] == "✗ Not enough GPU memory for the KV cache"
+    assert lines[1].startswith("→ --max-running-requests 8  [a] apply")
+    assert lines[2].startswith("SGLang had no memory left")
+    assert lines[3] == "→ --tp-size  more GPUs"
+
+
 def test_terminals_without_truecolor_get_the_ansi_theme() -> None:
     themes = ["textual-dark", "ansi-dark"]
     assert pick_theme(themes, {"COLORTERM": "truecolor"}) == "textual-dark"
     assert pick_theme(themes, {"COLORTERM": "24bit"}) == "textual-dark"
     assert pick_theme(themes, {}) == "ansi-dark"
     assert pick_theme(["textual-dark", "textual-ansi", "ansi-dark"], {"TERM": "screen"}) == "textual-ansi"
+
+
+def test_the_fit_engines_own_failing_report_renders_as_a_budget_without_negative_tokens(profile: Any) -> None:
+    """The panel reads the engine's budget keys: this breaks if either side renames them."""
+    config = json.loads((Path(__file__).parents[1] / "fixtures/models/qwen3_5_27b/config.json").read_text())
+    inputs = FitInputs(model_config=config, gpu_name="RTX A6000", gpu_mib=49140, n_gpus=2, version="0.5.9")
+    report = compute_fit(profile_ops.values(profile), inputs)
+    text = fit_text(report, width=29).plain
+    assert report["verdict"] == "fails" and report["max_total_num_tokens"] < 0
+    assert "- spec state" in text and "  48 req x 4 draft" in text and "GiB short: no tokens" in text
+    assert f"{report['max_total_num_tokens']:,}" not in text
+
+
+def _demo_history() -> GpuHistory:
+    """The demo story's marks: a failed launch, then a relaunch that is ready seconds later."""
+    history = GpuHistory()
+    history.start = 0.0
+    for t in range(0, 48):
+        used = 0 if t < 12 else min(47_000, (t - 12) * 4000)
+        history.add(float(t), [GpuView(i, "NVIDIA RTX A6000", used, 49_140) for i in (0, 1)])
+    for t, label in [
+        (0.5, "launch"),
+        (1.0, "load_weight_begin"),
+        (10.0, "failed"),
+        (12.0, "launch"),
+        (12.5, "load_weight_begin"),
+        (14.0, "kv_cache_allocated"),
+        (15.5, "cuda_graph_end"),
+        (16.0, "ready"),
+    ]:
+        history.mark(t, label)
+    return history
+
+
+def test_milestone_names_close_in_time_are_stacked_instead_of_printed_over_each_other() -> None:
+    marks = [(0.5, "launch"), (1.0, "load"), (10.0, "failed"), (12.0, "launch"), (12.5, "load")]
+    placed = place_labels(marks, 47.0, 74, legend_rows=2)
+    assert [name for _, _, name in placed] == ["launch", "load", "failed", "launch", "load"]
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for col, row, name in placed:
+        assert col + len(name) <= 74
+        assert row >= 2 or col >= LEGEND_COLS  # never over the legend
+        assert all(col + len(name) < a or col > b for a, b in spans.get(row, [])), placed
+        spans.setdefault(row, []).append((col, col + len(name)))
+
+
+class ChartApp(App[None]):
+    def on_mount(self) -> None:
+        self.push_screen(GpuDetailScreen(_demo_history(), None))
+
+
+async def test_the_gpu_chart_at_80x24_shows_every_milestone_name_whole() -> None:
+    app = ChartApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        chart = app.screen.query_one(GpuChart)
+        text = chart.render().plain  # type: ignore[union-attr]
+        names = [("launch", 2), ("load", 2), ("failed", 1), ("KV", 1), ("graphs", 1), ("ready", 1)]
+        for name, times in names:
+            assert len(re.findall(rf"(?<![A-Za-z]){name}(?![A-Za-z])", text)) == times, (name, text)
+        assert "GPU0" in text and "GPU1" in text

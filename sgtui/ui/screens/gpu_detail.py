@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import RenderResult
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -20,6 +21,8 @@ SHORT_MARK = {  # the milestones worth a line on the chart, and their labels
     "ready": "ready",
     "failed": "failed",
 }
+LABEL_ROWS = 4  # milestone names stack at most this deep below the top; the rest keep only their line
+LEGEND_COLS = 9  # plotext's legend ("⢕⢕ GPU0") in the top-left corner, one row per GPU
 
 
 def static_budget_gib(report: dict[str, Any] | None) -> float | None:
@@ -32,11 +35,81 @@ def static_budget_gib(report: dict[str, Any] | None) -> float | None:
     return None
 
 
+def place_labels(
+    marks: list[tuple[float, str]],
+    x_max: float,
+    cols: int,
+    *,
+    legend_rows: int = 0,
+    max_rows: int = LABEL_ROWS,
+) -> list[tuple[int, int, str]]:
+    """(column, row, label) for each milestone name that fits: a name goes on the first row from the
+    top where it overlaps no other name (nor the legend), starting at its line's column, shifted left at
+    the right edge. Milestones seconds apart (launch, load) otherwise print over each other."""
+    taken: dict[int, list[tuple[int, int]]] = {row: [(0, LEGEND_COLS)] for row in range(legend_rows)}
+    placed: list[tuple[int, int, str]] = []
+    for x, label in marks:
+        col = round(x / x_max * (cols - 1)) if x_max > 0 else 0
+        start = max(0, min(col, cols - len(label)))
+        end = start + len(label) + 1  # a blank after each name keeps neighbours apart
+        for row in range(max_rows):
+            if all(end <= a or start >= b for a, b in taken.get(row, [])):
+                taken.setdefault(row, []).append((start, end))
+                placed.append((start, row, label))
+                break
+    return placed
+
+
+class GpuChart(PlotextPlot):
+    """Draws at render time: where the milestone names go depends on the chart's size in cells."""
+
+    def __init__(self, history: GpuHistory, report: dict[str, Any] | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.history = history
+        self.report = report
+
+    def render(self) -> RenderResult:
+        self.draw(self.size.width, self.size.height)
+        return super().render()
+
+    def draw(self, width: int, height: int) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        h = self.history
+        top = max(h.totals.values(), default=1.0)
+        x_max = max([p[0] for s in h.series.values() for p in s] + [x for x, _ in h.marks] + [1.0])
+        for idx, points in sorted(h.series.items()):
+            if points:
+                plt.plot([p[0] for p in points], [p[1] for p in points], label=f"GPU{idx}", marker="braille")
+        budget = static_budget_gib(self.report)
+        if budget is not None:
+            plt.hline(budget, "red")
+        marks = [(x, label) for x, label in h.marks if label in SHORT_MARK]
+        for x, label in marks:
+            plt.vline(x, "red" if label == "failed" else "yellow")
+        # the plot area: the y tick labels, the tick mark and the two borders take the sides; the
+        # borders, the x ticks and the x label take four rows
+        cols = max(1, width - len(f"{top:.1f}") - 2)
+        rows = max(1, height - 4)
+        named = [(x, SHORT_MARK[label]) for x, label in marks]
+        for col, row, name in place_labels(named, x_max, cols, legend_rows=len(h.series)):
+            x = col / max(1, cols - 1) * x_max
+            y = top - (row + 0.5) * top / rows
+            plt.text(name, x=x, y=y, color="yellow", alignment="left")
+        plt.xlim(0, x_max)
+        plt.ylim(0, top)
+        plt.xlabel("seconds")
+        plt.ylabel("GiB")
+        if not h.series:
+            plt.title("no GPU samples yet")
+
+
 class GpuDetailScreen(Screen[None]):
     BINDINGS = [Binding("escape,g,q", "app.pop_screen", "back", id="gpu-back")]
     DEFAULT_CSS = """
     GpuDetailScreen > #gpu-detail-caption { height: auto; padding: 0 1; }
-    GpuDetailScreen > PlotextPlot { height: 1fr; }
+    GpuDetailScreen > GpuChart { height: 1fr; }
     """
 
     def __init__(self, history: GpuHistory, report: dict[str, Any] | None) -> None:
@@ -50,31 +123,5 @@ class GpuDetailScreen(Screen[None]):
         if budget is not None:
             caption += f"; the flat line is the predicted static budget ({budget:.1f} GiB)"
         yield Static(caption, id="gpu-detail-caption")
-        yield PlotextPlot(id="gpu-chart")
+        yield GpuChart(self.history, self.report, id="gpu-chart")
         yield Footer()
-
-    def on_mount(self) -> None:
-        self.draw()
-
-    def draw(self) -> None:
-        plt = self.query_one(PlotextPlot).plt
-        plt.clear_data()
-        plt.clear_figure()
-        h = self.history
-        top = max(h.totals.values(), default=1.0)
-        for idx, points in sorted(h.series.items()):
-            if points:
-                plt.plot([p[0] for p in points], [p[1] for p in points], label=f"GPU{idx}", marker="braille")
-        budget = static_budget_gib(self.report)
-        if budget is not None:
-            plt.hline(budget, "red")
-        for x, label in h.marks:
-            if label in SHORT_MARK:
-                plt.vline(x, "red" if label == "failed" else "yellow")
-                plt.text(SHORT_MARK[label], x=x, y=top * 0.97, color="yellow")
-        plt.ylim(0, top)
-        plt.xlabel("seconds")
-        plt.ylabel("GiB")
-        if not h.series:
-            plt.title("no GPU samples yet")
-        self.query_one(PlotextPlot).refresh()

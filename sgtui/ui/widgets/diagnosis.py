@@ -9,23 +9,31 @@ from sgtui.ui.views import DiagnosisView, SuggestionView
 
 
 def diagnosis_text(diagnoses: list[DiagnosisView]) -> Text:
+    """Title, then the change `a` applies, then why, then the other suggestions: the side pane is
+    ~30 columns at 80x24 and the why runs to 20 lines, so the fix must not wait below it."""
     text = Text()
-    first = True
+    first = first_applicable(diagnoses)
     for d in diagnoses:
         text.append("\n" if text else "")
         text.append("✗ " + d.title, style="bold red")
+        if first is not None and any(s is first for s in d.suggestions):
+            _suggestion(text, first, applies=True)
         if d.detail:
             text.append("\n" + d.detail)
         for s in d.suggestions:
-            text.append("\n→ ", style="cyan")
-            if s.flag:
-                text.append(s.as_flag, style="bold cyan" if s.applicable else "cyan")
-            if first and s.applicable:
-                text.append("  [a] apply", style="bold reverse cyan")
-                first = False
-            if s.why:
-                text.append(f"  {s.why}" if s.flag else s.why, style="dim")
+            if s is not first:
+                _suggestion(text, s, applies=False)
     return text
+
+
+def _suggestion(text: Text, s: SuggestionView, *, applies: bool) -> None:
+    text.append("\n→ ", style="cyan")
+    if s.flag:
+        text.append(s.as_flag, style="bold cyan" if s.applicable else "cyan")
+    if applies:
+        text.append("  [a] apply", style="bold reverse cyan")
+    if s.why:
+        text.append(f"  {s.why}" if s.flag else s.why, style="dim")
 
 
 class DiagnosisPanel(Static):

@@ -33,7 +33,8 @@ def holders_text(gpus: list[GpuView]) -> Text:
     for gpu in gpus:
         for proc in gpu.processes:
             where = f"@{proc.container}" if proc.container else ""
-            parts.append(f"{gpu.index}:{proc.name}[{proc.pid}]{where} {gib(proc.used_mib)}G")
+            used = "N/A" if proc.used_mib is None else f"{gib(proc.used_mib)}G"  # [N/A] is not zero
+            parts.append(f"{gpu.index}:{proc.name}[{proc.pid}]{where} {used}")
     if not parts:
         return Text("no processes hold GPU memory", style="dim")
     return Text("holders: " + ", ".join(parts), overflow="ellipsis", no_wrap=True)
