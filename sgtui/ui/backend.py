@@ -41,8 +41,9 @@ class Backend(Protocol):
     async def launch(self, profile: Any) -> RunView: ...
 
     def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
-        """Complete log lines from byte `offset`; yields (offset after them, lines). Ends once the run has
-        ended and its log is read to the end."""
+        """Log lines from byte `offset`; yields (offset after them, lines). Complete lines while the run
+        lives; once it has ended, the rest of the log too, a last line without a newline included, and
+        then the iterator ends."""
         ...
 
     async def run_state(self, run: RunView) -> str: ...

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sgtui.core.profiles import load_profile
 from sgtui.remote.hosts import load_hosts
+from sgtui.remote.runs import RunManager
+from sgtui.remote.targets import Target
 from sgtui.sim.host import SimHost
+from sgtui.ui import remote_backend
 from sgtui.ui.app import SgtuiApp
-from sgtui.ui.remote_backend import RemoteBackend
+from sgtui.ui.remote_backend import RemoteBackend, run_view
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.run_log import RunLog
@@ -110,3 +115,23 @@ async def test_a_first_seen_host_key_is_trusted_only_after_the_user_says_yes(_co
             await pilot.press("y")
             await wait_for(pilot, lambda: app.host_states.get("sim") == "connected", 20, "the connection")
         assert host.known_hosts_line().split()[-1] in written.known_hosts.read_text()
+
+
+async def test_a_run_that_dies_mid_line_shows_that_last_line_once_over_ssh(
+    _config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remote_backend, "STATUS_POLL_S", 0.05)
+    async with SimHost(speed=SPEED) as host:
+        host.write_config(_config_dir)
+        backend = RemoteBackend(
+            load_hosts(ssh_config=False), runs_dir=str(host.state_dir / "runs"), user_known_hosts=None
+        )
+        try:
+            manager = RunManager(backend.pool.get("sim"), Target(), backend.runs_dir)
+            record = await manager.launch(["/bin/sh", "-c", "printf 'first\\nsecond\\nKilled mid-wr'"])
+            run = run_view(record, "starting")
+            lines = [line async for _, chunk in backend.tail(run, 0) for line in chunk]
+        finally:
+            await backend.close()
+    assert lines[-3:] == ["first", "second", "Killed mid-wr"]
+    assert lines.count("second") == 1

@@ -18,10 +18,11 @@ from sgtui.ui.gpu_history import GpuHistory
 from sgtui.ui.logtext import clean_line, strip_ansi
 from sgtui.ui.screens.gpu_detail import LEGEND_COLS, GpuChart, GpuDetailScreen, place_labels
 from sgtui.ui.startup import StartupTracker
-from sgtui.ui.views import DiagnosisView, GpuView, Milestone, SuggestionView, TimelineView
+from sgtui.ui.views import DiagnosisView, GpuView, HostView, Milestone, SuggestionView, TimelineView
 from sgtui.ui.widgets.diagnosis import diagnosis_text, first_applicable, without_first
 from sgtui.ui.widgets.fit_panel import fit_text
 from sgtui.ui.widgets.gpu_sparkline import BARS, bar_for, sparkline_text
+from sgtui.ui.widgets.host_picker import host_label
 from sgtui.ui.widgets.launch_form import FlagInfo, parse_value
 from sgtui.ui.widgets.run_log import MAX_LINE, RunLog, line_kind
 from sgtui.ui.widgets.timeline import elapsed, timeline_text
@@ -299,6 +300,15 @@ def test_the_fix_a_applies_comes_right_under_the_title_before_the_long_why() -> 
     assert lines[1].startswith("→ --max-running-requests 8  [a] apply")
     assert lines[2].startswith("SGLang had no memory left")
     assert lines[3] == "→ --tp-size  more GPUs"
+
+
+def test_a_host_state_is_not_repeated_when_its_detail_starts_with_it() -> None:
+    assert host_label(HostView("sim", state="connected", detail="connected to 127.0.0.1:2222")).plain == (
+        "● sim connected to 127.0.0.1:2222"
+    )
+    assert host_label(HostView("pve", state="lost", detail="connection reset")).plain.endswith(
+        "pve lost connection reset"
+    )
 
 
 def test_terminals_without_truecolor_get_the_ansi_theme() -> None:

@@ -33,6 +33,10 @@ def host_label(host: HostView) -> Text:
     mark, style = STATE_MARK.get(host.state, ("?", "dim"))
     text = Text(f"{mark} ", style=style)
     text.append(host.name, style="bold")
+    if host.detail.startswith(host.state):  # "connected to 10.0.0.5:22" says the state already
+        text.append(f" {host.state}", style=style)
+        text.append(host.detail.removeprefix(host.state), style="dim")
+        return text
     text.append(f" {host.state}", style=style)
     if host.detail:
         text.append(f" {host.detail}", style="dim")
