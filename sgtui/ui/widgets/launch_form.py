@@ -21,16 +21,7 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Checkbox, Input, Label, Static
 
-GROUPS = (
-    "model",
-    "memory",
-    "parallelism",
-    "speculative decoding",
-    "hybrid/Mamba",
-    "scheduling",
-    "server",
-    "other",
-)
+from sgtui.core.flags import GROUPS
 
 
 @dataclass(frozen=True)
