@@ -16,31 +16,17 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-QWEN35 = REPO / "tests" / "fixtures" / "models" / "qwen3_5_27b"
-LLAMA = REPO / "tests" / "fixtures" / "models" / "llama3_1_8b"
+sys.path.insert(0, str(REPO))  # run by hand as a script: the shared test cases live in tests/cases.py
 
+from tests.cases import EXAMPLE_A_FLAGS, LLAMA, QWEN35  # noqa: E402
+
+# worked example A up to the algorithm: the draft shape is left to the defaults here
+EXAMPLE_A_UP_TO_ALGO = EXAMPLE_A_FLAGS[: EXAMPLE_A_FLAGS.index("NEXTN") + 1]
 CASES = {
     "Llama-3.1-8B, H100, defaults": ["--config", str(LLAMA), "--gpu", "H100-80G", "--", "--tp-size", "1"],
     "Qwen3.5-27B, 2xA6000, NEXTN, 0.5.9 (fails: advice searches)": [
-        "--config",
-        str(QWEN35),
-        "--gpu",
-        "A6000",
-        "--sglang",
-        "0.5.9",
-        "--free-gib",
-        "47",
-        "--weights-gib",
-        "25.5",
-        "--",
-        "--tp-size",
-        "2",
-        "--mem-fraction-static",
-        "0.85",
-        "--context-length",
-        "32768",
-        "--speculative-algorithm",
-        "NEXTN",
+        *("--config", str(QWEN35), "--gpu", "A6000", "--sglang", "0.5.9"),
+        *("--free-gib", "47", "--weights-gib", "25.5", "--", *EXAMPLE_A_UP_TO_ALGO),
     ],
 }
 HEAVY = ("textual", "asyncssh", "pynvml", "plotext", "textual_plotext", "platformdirs", "yaml", "rich")
@@ -77,7 +63,6 @@ def in_process(argv: list[str], repeats: int = 100) -> float:
     import contextlib
     import io
 
-    sys.path.insert(0, str(REPO))
     from sgtui.cli import main as sgtui_main
 
     samples = []

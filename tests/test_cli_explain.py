@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from sgtui.cli import main
+from tests.cases import LOGS
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"
-FAILED = FIXTURES / "v059_tp2_nextn_not_enough_memory.log"
+FAILED = LOGS / "v059_tp2_nextn_not_enough_memory.log"
 
 
 def test_json_has_the_contract_keys_and_milestones_in_order(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,28 +11,12 @@ from pathlib import Path
 import pytest
 
 from sgtui.cli import main
+from tests.cases import EXAMPLE_A_FLAGS, GPT_OSS_20B, LLAMA, MEASURED_A_ARGS, QWEN35, replaced
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "models"
-QWEN35 = FIXTURES / "qwen3_5_27b"
-LLAMA = FIXTURES / "llama3_1_8b"
-
-EXAMPLE_A_FLAGS = [
-    "--tp",
-    "2",
-    "--mem-fraction-static",
-    "0.85",
-    "--context-length",
-    "32768",
-    "--speculative-algo",
-    "NEXTN",
-    "--speculative-num-steps",
-    "3",
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    "4",
-]
-MEASURED_A = ["--free-gib", "47.0", "--weights-gib", "25.5", "--draft-weights-gib", "0.4"]
+# the worked example as a user types it: abbreviations that `fit` resolves and reports
+EXAMPLE_A_ABBREVIATED = replaced(
+    EXAMPLE_A_FLAGS, {"--tp-size": "--tp", "--speculative-algorithm": "--speculative-algo"}
+)
 
 
 def _fit(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -47,21 +31,16 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
     return json.loads(out)
 
 
+def _example_a(version: str, *options: str) -> list[str]:
+    """`fit` arguments for worked example A on A6000s with its measured memory, on one SGLang version."""
+    return [
+        *("--config", str(QWEN35), "--gpu", "A6000", *options, "--sglang", version, *MEASURED_A_ARGS),
+        *("--", *EXAMPLE_A_ABBREVIATED),
+    ]
+
+
 def test_example_a_json_on_0_5_9_fails_with_sglangs_text(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _json(
-        capsys,
-        "--config",
-        str(QWEN35),
-        "--gpu",
-        "A6000",
-        "--gpus",
-        "2",
-        "--sglang",
-        "0.5.9",
-        *MEASURED_A,
-        "--",
-        *EXAMPLE_A_FLAGS,
-    )
+    data = _json(capsys, *_example_a("0.5.9", "--gpus", "2"))
     assert data["verdict"] == "fails"
     assert data["error"].endswith("Current value: self.server_args.mem_fraction_static=0.85")
     assert data["sglang_version"] == "0.5.9"
@@ -69,18 +48,7 @@ def test_example_a_json_on_0_5_9_fails_with_sglangs_text(capsys: pytest.CaptureF
 
 
 def test_example_a_json_on_0_5_23_fits_with_nine_requests(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _json(
-        capsys,
-        "--config",
-        str(QWEN35),
-        "--gpu",
-        "A6000",
-        "--sglang",
-        "0.5.23",
-        *MEASURED_A,
-        "--",
-        *EXAMPLE_A_FLAGS,
-    )
+    data = _json(capsys, *_example_a("0.5.23"))
     assert (data["verdict"], data["max_running_requests"]) == ("fits", 9)
     assert data["max_total_num_tokens"] == pytest.approx(248_129, abs=50)
     assert data["mamba"]["max_mamba_cache_size"] == 48
@@ -132,18 +100,7 @@ def test_a_local_draft_model_folder_is_read(capsys: pytest.CaptureFixture[str], 
 
 
 def test_human_table_shows_budget_verdict_error_and_warnings(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = _fit(
-        capsys,
-        "--config",
-        str(QWEN35),
-        "--gpu",
-        "A6000",
-        "--sglang",
-        "0.5.9",
-        *MEASURED_A,
-        "--",
-        *EXAMPLE_A_FLAGS,
-    )
+    rc, out, _ = _fit(capsys, *_example_a("0.5.9"))
     assert rc == 0
     assert "rest = A - P*(1-mfs) = 21.50 - 7.05 = 14.45 GiB" in out
     assert re.search(r"^  verdict +FAILS$", out, re.MULTILINE)
@@ -153,18 +110,7 @@ def test_human_table_shows_budget_verdict_error_and_warnings(capsys: pytest.Capt
 
 
 def test_human_table_of_a_failing_launch_says_what_ate_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = _fit(
-        capsys,
-        "--config",
-        str(QWEN35),
-        "--gpu",
-        "A6000",
-        "--sglang",
-        "0.5.9",
-        *MEASURED_A,
-        "--",
-        *EXAMPLE_A_FLAGS,
-    )
+    rc, out, _ = _fit(capsys, *_example_a("0.5.9"))
     assert rc == 0
     assert re.search(r"^  - speculative state +13\.76 GiB: 48 requests x 4 draft tokens ", out, re.MULTILINE)
     assert re.search(r"^  - Mamba state +3\.44 GiB: 48 slots ", out, re.MULTILINE)
@@ -178,18 +124,7 @@ def test_human_table_of_a_failing_launch_says_what_ate_the_budget(capsys: pytest
 
 
 def test_human_table_of_a_fitting_launch_shows_the_same_breakdown(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = _fit(
-        capsys,
-        "--config",
-        str(QWEN35),
-        "--gpu",
-        "A6000",
-        "--sglang",
-        "0.5.23",
-        *MEASURED_A,
-        "--",
-        *EXAMPLE_A_FLAGS,
-    )
+    rc, out, _ = _fit(capsys, *_example_a("0.5.23"))
     assert rc == 0
     assert re.search(r"^  - speculative state +2\.87 GiB: 9 requests \(\+1 padding row\) x 4 ", out, re.M)
     assert re.search(r"^  - Mamba state +3\.51 GiB: 49 slots = K 48 \+ 1 padding .*extra_buffer", out, re.M)
@@ -213,18 +148,7 @@ def test_human_table_of_a_dense_model_blames_the_weights_when_no_pool_took_anyth
 
 
 def test_json_budget_and_auto_fraction_as_sglang_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _json(
-        capsys,
-        "--config",
-        str(QWEN35),
-        "--gpu",
-        "A6000",
-        "--sglang",
-        "0.5.9",
-        *MEASURED_A,
-        "--",
-        *EXAMPLE_A_FLAGS,
-    )
+    data = _json(capsys, *_example_a("0.5.9"))
     assert [b["item"] for b in data["budget"][:3]] == [
         "static budget",
         "speculative state (48 requests x 4 draft tokens)",
@@ -305,19 +229,7 @@ def test_free_memory_can_be_given_per_gpu(capsys: pytest.CaptureFixture[str]) ->
 def test_human_table_shows_the_sliding_window_split(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    config = {
-        "architectures": ["GptOssForCausalLM"],
-        "num_hidden_layers": 24,
-        "hidden_size": 2880,
-        "num_attention_heads": 64,
-        "num_key_value_heads": 8,
-        "head_dim": 64,
-        "sliding_window": 128,
-        "layer_types": ["sliding_attention", "full_attention"] * 12,
-        "max_position_embeddings": 131072,
-        "torch_dtype": "bfloat16",
-    }
-    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "config.json").write_text(json.dumps(GPT_OSS_20B))
     rc, out, _ = _fit(
         capsys,
         "--config",

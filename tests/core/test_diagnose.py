@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sgtui.core.diagnose import Diagnosis, Suggestion, diagnose, mfs_suggestion, nearest_flags
 from sgtui.core.logs import classify_text
+from tests.cases import LOGS
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 SIGQUIT = "[2026-01-02 10:00:09] Received sigquit from a child process. It usually means the child failed."
 
 
@@ -54,7 +53,7 @@ def test_hybrid_speculative_oom_with_a_fit_report_suggests_fewer_running_request
         },
         "warnings": [],
     }
-    d = _first((FIXTURES / "v059_tp2_nextn_not_enough_memory.log").read_text(), fit)
+    d = _first((LOGS / "v059_tp2_nextn_not_enough_memory.log").read_text(), fit)
     first = d.suggestions[0]
     assert (first.flag, first.value) == ("--max-running-requests", "8")
     assert "13.76 GiB" in d.detail and "48 requests" in d.detail
@@ -99,7 +98,7 @@ def test_the_fit_engines_fraction_beats_a_rule_of_thumb_and_its_own_options_are_
             {"code": "est", "message": "m", "flag": "--draft-weights-gib", "suggested_value": None},
         ],
     }
-    d = _first((FIXTURES / "v059_tp2_nextn_not_enough_memory.log").read_text(), fit)
+    d = _first((LOGS / "v059_tp2_nextn_not_enough_memory.log").read_text(), fit)
     flags = _flags(d)
     assert flags["--mem-fraction-static"] == "0.931"
     assert flags["--max-running-requests"] == "8"
@@ -109,7 +108,7 @@ def test_the_fit_engines_fraction_beats_a_rule_of_thumb_and_its_own_options_are_
 
 
 def test_hybrid_speculative_oom_without_a_fit_report_still_points_at_running_requests() -> None:
-    d = _first((FIXTURES / "v059_tp2_nextn_not_enough_memory.log").read_text())
+    d = _first((LOGS / "v059_tp2_nextn_not_enough_memory.log").read_text())
     assert _flags(d)["--max-running-requests"] == "8"
     assert "hybrid" in d.detail
 
@@ -274,7 +273,7 @@ def test_a_ready_server_whose_pool_is_shorter_than_the_context_gets_advice_not_a
 
 
 def test_a_healthy_log_needs_no_diagnosis() -> None:
-    assert diagnose(classify_text((FIXTURES / "v03_time_only_tp2.log").read_text())) == []
+    assert diagnose(classify_text((LOGS / "v03_time_only_tp2.log").read_text())) == []
 
 
 @pytest.mark.parametrize(

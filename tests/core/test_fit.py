@@ -16,10 +16,7 @@ from sgtui.core.fit_defaults import prefill_graph_enabled, prefill_graph_sizes, 
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "models"
-A6000 = parse_gpu("A6000")
-H100 = parse_gpu("H100-80G")
+from tests.cases import A6000, DEEPSEEK_V3, EXAMPLE_A, GPT_OSS_20B, H100, LLAMA, MEASURED_A, QWEN35
 
 CONTRACT_KEYS = {
     "sglang_version",
@@ -45,24 +42,12 @@ CONTRACT_KEYS = {
 
 @pytest.fixture(scope="module")
 def qwen35() -> ModelFacts:
-    return load_model_facts(FIXTURES / "qwen3_5_27b")
+    return load_model_facts(QWEN35)
 
 
 @pytest.fixture(scope="module")
 def llama8b() -> ModelFacts:
-    return load_model_facts(FIXTURES / "llama3_1_8b")
-
-
-EXAMPLE_A = LaunchSpec(
-    tp_size=2,
-    mem_fraction_static=0.85,
-    context_length=32768,
-    speculative_algorithm="NEXTN",
-    speculative_num_steps=3,
-    speculative_eagle_topk=1,
-    speculative_num_draft_tokens=4,
-)
-MEASURED_A = {"free_gib": 47.0, "weights_gib": 25.5, "draft_weights_gib": 0.4}
+    return load_model_facts(LLAMA)
 
 
 # --- worked example A: Qwen3.5-27B, 2x A6000, TP 2, NEXTN --------------------------------------------
@@ -224,40 +209,13 @@ def test_checkpoint_fp8_kv_quant_makes_auto_kv_dtype_fp8() -> None:
 
 
 def test_mla_cell_is_not_divided_by_tp() -> None:
-    m = model_facts_from_config(
-        {
-            "architectures": ["DeepseekV3ForCausalLM"],
-            "num_hidden_layers": 61,
-            "hidden_size": 7168,
-            "num_attention_heads": 128,
-            "kv_lora_rank": 512,
-            "qk_rope_head_dim": 64,
-            "qk_nope_head_dim": 128,
-            "v_head_dim": 128,
-            "max_position_embeddings": 163840,
-            "torch_dtype": "bfloat16",
-        }
-    )
+    m = model_facts_from_config(DEEPSEEK_V3)
     r = fit(LaunchSpec(tp_size=8), m, parse_gpu("H200"), free_gib=139, weights_gib=85)
     assert r.kv_cell_bytes == 70_272
 
 
 def test_gpt_oss_splits_full_and_sliding_window_pools() -> None:
-    layer_types = ["sliding_attention", "full_attention"] * 12
-    m = model_facts_from_config(
-        {
-            "architectures": ["GptOssForCausalLM"],
-            "num_hidden_layers": 24,
-            "hidden_size": 2880,
-            "num_attention_heads": 64,
-            "num_key_value_heads": 8,
-            "head_dim": 64,
-            "sliding_window": 128,
-            "layer_types": layer_types,
-            "max_position_embeddings": 131072,
-            "torch_dtype": "bfloat16",
-        }
-    )
+    m = model_facts_from_config(GPT_OSS_20B)  # alternating: 12 sliding-window layers, 12 full
     r = fit(LaunchSpec(), m, H100, version="0.5.11", free_gib=78, weights_gib=13)
     per_layer = 8 * 128 * 2
     assert r.kv_cell_bytes == round(per_layer * 12 + 0.8 * per_layer * 12)
@@ -572,21 +530,7 @@ def test_nemotron_h_pattern_counts_attention_and_mamba_layers() -> None:
 
 
 def test_deepseek_nextn_draft_kv_folds_into_the_cell_on_0_5_23() -> None:
-    m = model_facts_from_config(
-        {
-            "architectures": ["DeepseekV3ForCausalLM"],
-            "num_hidden_layers": 61,
-            "hidden_size": 7168,
-            "num_attention_heads": 128,
-            "kv_lora_rank": 512,
-            "qk_rope_head_dim": 64,
-            "qk_nope_head_dim": 128,
-            "v_head_dim": 128,
-            "num_nextn_predict_layers": 1,
-            "max_position_embeddings": 163840,
-            "torch_dtype": "bfloat16",
-        }
-    )
+    m = model_facts_from_config({**DEEPSEEK_V3, "num_nextn_predict_layers": 1})
     spec = LaunchSpec(tp_size=8, speculative_algorithm="EAGLE")
     kw = {"free_gib": 139.0, "weights_gib": 85.0, "draft_weights_gib": 1.0, "n_gpus": 8}
     new = fit(spec, m, parse_gpu("H200"), version="0.5.23", **kw)
@@ -718,7 +662,7 @@ def test_deepseek_v3_2_adds_the_sparse_attention_indexer_to_the_cell() -> None:
 
 
 def test_the_target_does_not_load_the_checkpoints_mtp_layers(tmp_path: Path, qwen35: ModelFacts) -> None:
-    (tmp_path / "config.json").write_text((FIXTURES / "qwen3_5_27b" / "config.json").read_text())
+    (tmp_path / "config.json").write_text((QWEN35 / "config.json").read_text())
     total = 55_000_000_000
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total}}))
     m = load_model_facts(tmp_path)
@@ -729,20 +673,7 @@ def test_the_target_does_not_load_the_checkpoints_mtp_layers(tmp_path: Path, qwe
 
 
 def test_0_5_23_rejects_a_sliding_window_pool_smaller_than_the_window() -> None:
-    m = model_facts_from_config(
-        {
-            "architectures": ["GptOssForCausalLM"],
-            "num_hidden_layers": 24,
-            "hidden_size": 2880,
-            "num_attention_heads": 64,
-            "num_key_value_heads": 8,
-            "head_dim": 64,
-            "sliding_window": 4096,
-            "layer_types": ["sliding_attention", "full_attention"] * 12,
-            "max_position_embeddings": 131072,
-            "torch_dtype": "bfloat16",
-        }
-    )
+    m = model_facts_from_config({**GPT_OSS_20B, "sliding_window": 4096})
     spec = LaunchSpec(max_total_tokens=4000, context_length=4000)
     r = fit(spec, m, H100, version="0.5.23", free_gib=78, weights_gib=13)
     assert r.error is not None and r.error.startswith(

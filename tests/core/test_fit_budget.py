@@ -7,7 +7,6 @@ Worked example A (sglang-memory.md section 8) on 0.5.9 and 0.5.23, and the RTX P
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -16,24 +15,12 @@ from sgtui.core.fit_report import BudgetLine, FitReport
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts
+from tests.cases import A6000, EXAMPLE_A, H100, LLAMA, MEASURED_A, QWEN35
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "models"
-A6000 = parse_gpu("A6000")
-H100 = parse_gpu("H100-80G")
 RTX_PRO_6000 = parse_gpu("RTX-PRO-6000")
 GIB = 1 << 30
 SLOT_TP2 = 76_972_032  # one Qwen3.5-27B state slot at TP 2 (section 8)
 
-EXAMPLE_A = LaunchSpec(
-    tp_size=2,
-    mem_fraction_static=0.85,
-    context_length=32768,
-    speculative_algorithm="NEXTN",
-    speculative_num_steps=3,
-    speculative_eagle_topk=1,
-    speculative_num_draft_tokens=4,
-)
-MEASURED_A = {"free_gib": 47.0, "weights_gib": 25.5, "draft_weights_gib": 0.4}
 # the RTX PRO 6000 profile: one 96 GB card, MTP, extra_buffer, 128 running requests
 PRO_6000 = replace(
     EXAMPLE_A,
@@ -47,7 +34,7 @@ PRO_6000 = replace(
 
 @pytest.fixture(scope="module")
 def qwen35() -> ModelFacts:
-    return load_model_facts(FIXTURES / "qwen3_5_27b")
+    return load_model_facts(QWEN35)
 
 
 def _lines(r: FitReport) -> dict[str, float]:
@@ -161,14 +148,14 @@ def test_the_budget_lines_add_up_to_what_the_kv_pool_gets(
 
 
 def test_a_dense_model_budget_is_the_static_budget_and_the_kv_pool() -> None:
-    llama = load_model_facts(FIXTURES / "llama3_1_8b")
+    llama = load_model_facts(LLAMA)
     r = fit(LaunchSpec(), llama, H100, version="0.5.11", free_gib=78.5, weights_gib=15.0)
     assert [b.key for b in r.budget] == ["static_budget", "kv_pool"]
     assert r.budget[0].gib == r.budget[1].gib == pytest.approx(50.155, abs=0.001)
 
 
 def test_weights_that_do_not_load_leave_no_budget_steps() -> None:
-    llama = load_model_facts(FIXTURES / "llama3_1_8b")
+    llama = load_model_facts(LLAMA)
     r = fit(LaunchSpec(), llama, parse_gpu("L4"), version="0.5.11", free_gib=10.0, weights_gib=15.0)
     assert r.verdict == "fails" and r.error is not None and "CUDA out of memory" in r.error
     assert (r.budget, r.mamba, r.max_total_num_tokens) == ([], None, 0)
@@ -252,7 +239,7 @@ def test_rtx_pro_6000_on_0_5_23_shows_the_extra_buffer_slots_in_the_state_line(q
 
 
 def test_auto_fraction_in_json_has_three_decimals_without_a_vision_tower() -> None:
-    llama = load_model_facts(FIXTURES / "llama3_1_8b")
+    llama = load_model_facts(LLAMA)
     data = fit(LaunchSpec(), llama, H100, version="0.5.9", free_gib=78.5, weights_gib=15.0).to_json()
     assert data["mem_fraction_static_auto"] == 0.835
 

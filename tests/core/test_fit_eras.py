@@ -22,9 +22,8 @@ from sgtui.core.fit_pools import hybrid_swa_enabled
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config
+from tests.cases import H100, MODELS
 
-MODELS = Path(__file__).resolve().parent.parent / "fixtures" / "models"
-H100 = parse_gpu("H100-80G")
 H200 = parse_gpu("H200")
 B200 = parse_gpu("B200")
 

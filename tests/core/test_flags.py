@@ -28,29 +28,7 @@ from sgtui.core.flags import (
     to_config_mapping,
     version_family,
 )
-
-QWEN_2XA6000 = [
-    "--model-path",
-    "/models/Qwen3.6-27B",
-    "--tp-size",
-    "2",
-    "--mem-fraction-static",
-    "0.85",
-    "--context-length",
-    "32768",
-    "--speculative-algorithm",
-    "NEXTN",
-    "--speculative-num-steps",
-    "3",
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    "4",
-    "--reasoning-parser",
-    "qwen3",
-    "--tool-call-parser",
-    "qwen3_coder",
-]
+from tests.cases import QWEN_2XA6000
 
 
 def error_of(argv: list[str], version: str | None = None) -> FlagError:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sgtui.core.logs import MILESTONE_KINDS, classify_text
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+from tests.cases import LOGS
 
 
 def _read(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
+    return (LOGS / name).read_text(encoding="utf-8")
 
 
 def test_a_0_5_23_hybrid_mtp_launch_reaches_ready_with_every_pool_measured() -> None:

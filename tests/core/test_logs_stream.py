@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sgtui.core.logs import LogClassifier, classify_text
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+from tests.cases import LOGS
 
 
 def _feed_in_chunks(text: str, sizes: list[int]) -> LogClassifier:
@@ -25,7 +23,7 @@ def _feed_in_chunks(text: str, sizes: list[int]) -> LogClassifier:
 
 
 def test_feeding_a_log_in_random_chunks_gives_the_same_result_as_the_whole_file() -> None:
-    text = (FIXTURES / "v0523_ready_hybrid_mtp.log").read_text()
+    text = (LOGS / "v0523_ready_hybrid_mtp.log").read_text()
     whole = classify_text(text)
     rng = random.Random(7)
     streamed = _feed_in_chunks(text, [rng.randint(1, 40) for _ in range(200)])
@@ -204,7 +202,7 @@ def test_sigkill_exit_after_a_sigquit_is_sglang_killing_itself_not_the_oom_kille
 
 
 def test_phase_durations_come_from_the_printed_times() -> None:
-    analysis = classify_text((FIXTURES / "v03_time_only_tp2.log").read_text())
+    analysis = classify_text((LOGS / "v03_time_only_tp2.log").read_text())
     durations = analysis.state.durations()
     assert durations["loading_weights"] == 8.0  # 10:11:07 -> 10:11:15, when the first rank (TP1) finished
     assert durations["distributed_init"] == 2.0
@@ -214,7 +212,7 @@ def test_phase_durations_come_from_the_printed_times() -> None:
 @settings(max_examples=40, deadline=None)
 @given(cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=40), crlf=st.booleans())
 def test_any_chunking_of_any_line_ending_gives_the_whole_file_answer(cuts: list[int], crlf: bool) -> None:
-    text = (FIXTURES / "v059_tp2_nextn_not_enough_memory.log").read_text()
+    text = (LOGS / "v059_tp2_nextn_not_enough_memory.log").read_text()
     text = text.replace(
         "Loading safetensors checkpoint shards:  45% Completed | 5/11 [00:20<00:24,  4.01s/it]\n",
         "Loading safetensors checkpoint shards:  45% Completed | 5/11 [00:20<00:24,  4.01s/it]\r",
@@ -239,7 +237,7 @@ def test_any_chunking_of_any_line_ending_gives_the_whole_file_answer(cuts: list[
 
 def test_a_healthy_startup_emits_each_phase_once_in_order() -> None:
     classifier = LogClassifier()
-    events = classifier.feed((FIXTURES / "v0523_ready_hybrid_mtp.log").read_text())
+    events = classifier.feed((LOGS / "v0523_ready_hybrid_mtp.log").read_text())
     phases = [e.values["phase"] for e in events if e.kind == "phase"]
     assert phases == [
         "distributed_init",
@@ -253,7 +251,7 @@ def test_a_healthy_startup_emits_each_phase_once_in_order() -> None:
 
 
 def test_a_failure_emits_one_failed_phase_and_error_events_naming_their_class() -> None:
-    events = LogClassifier().feed((FIXTURES / "v059_tp2_nextn_not_enough_memory.log").read_text())
+    events = LogClassifier().feed((LOGS / "v059_tp2_nextn_not_enough_memory.log").read_text())
     assert [e.values["phase"] for e in events if e.kind == "phase"][-1] == "failed"
     assert sum(1 for e in events if e.kind == "phase" and e.values["phase"] == "failed") == 1
     errors = [(e.line, e.values["error_class"], e.values["strength"]) for e in events if e.kind == "error"]

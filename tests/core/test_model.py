@@ -17,10 +17,7 @@ from sgtui.core.model import (
     model_facts_from_config,
     safetensors_header_bytes,
 )
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "models"
-QWEN35 = FIXTURES / "qwen3_5_27b"
-LLAMA = FIXTURES / "llama3_1_8b"
+from tests.cases import DEEPSEEK_V3, LLAMA, QWEN35
 
 
 def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> int:
@@ -82,18 +79,9 @@ def test_context_length_takes_the_first_known_key_in_sglang_order() -> None:
 def test_mla_dims_are_read_for_deepseek_style_configs() -> None:
     m = model_facts_from_config(
         {
-            "architectures": ["DeepseekV3ForCausalLM"],
-            "num_hidden_layers": 61,
-            "hidden_size": 7168,
-            "num_attention_heads": 128,
+            **DEEPSEEK_V3,
             "num_key_value_heads": 128,
-            "kv_lora_rank": 512,
-            "qk_rope_head_dim": 64,
-            "qk_nope_head_dim": 128,
-            "v_head_dim": 128,
             "num_nextn_predict_layers": 1,
-            "max_position_embeddings": 163840,
-            "torch_dtype": "bfloat16",
             "quantization_config": {"quant_method": "fp8"},
         }
     )

@@ -114,5 +114,23 @@ def install_fake_nvidia_smi(bin_dir: Path, state_dir: Path) -> Path:
     )
 
 
+def fake_gpu_host(
+    bin_dir: Path,
+    state_dir: Path,
+    *,
+    gpus: str | None = None,
+    apps: str | None = None,
+    fail: str | None = None,
+) -> Path:
+    """The fake nvidia-smi reading `state_dir`, with whichever of its files a test gives; returns the
+    folder so the test can change the readings later."""
+    state_dir.mkdir()
+    install_fake_nvidia_smi(bin_dir, state_dir)
+    for name, text in (("gpus.csv", gpus), ("apps.csv", apps), ("fail", fail)):
+        if text is not None:
+            (state_dir / name).write_text(text)
+    return state_dir
+
+
 def gpu_rows(n: int, used: int = 1000, total: int = 49140) -> str:
     return "".join(f"{i}, GPU-{i:04d}, NVIDIA RTX A6000, {used}, {total}, {i * 3}\n" for i in range(n))

@@ -17,7 +17,7 @@ from sgtui.remote.targets import Target
 from sgtui.sim.sshserver import SimSSHServer
 
 from .conftest import host_env, pinned_connection
-from .fakes import gpu_rows, install_fake_nvidia_smi
+from .fakes import fake_gpu_host, gpu_rows
 from .test_runs import SERVER
 
 BANNER = "Welcome to gpu1 0, GPU-0, fake, 1, 2, 3"  # even a line that looks like nvidia-smi output
@@ -65,10 +65,7 @@ async def test_runs_launch_report_and_stop(chatty: Connection, tmp_path: Path) -
 
 
 async def test_gpu_readings_ignore_the_banner(chatty: Connection, fake_bin: Path, tmp_path: Path) -> None:
-    state = tmp_path / "gpus"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text(gpu_rows(2))
+    fake_gpu_host(fake_bin, tmp_path / "gpus", gpus=gpu_rows(2))
     snap = await GpuSampler(chatty).query()
     assert [g.uuid for g in snap.gpus] == ["GPU-0000", "GPU-0001"]
     stream = GpuSampler(chatty, interval_ms=50).stream()

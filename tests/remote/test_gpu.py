@@ -22,7 +22,7 @@ from sgtui.remote.connection import Connection
 from sgtui.remote.gpu import GpuSampler, NvmlSampler, parse_processes
 from sgtui.sim.sshserver import SimSSHServer
 
-from .fakes import gpu_rows, install_fake_nvidia_smi
+from .fakes import fake_gpu_host, gpu_rows
 
 
 def test_a_full_row_parses_into_numbers() -> None:
@@ -96,10 +96,7 @@ def test_the_processes_report_joins_gpu_index_and_container() -> None:
 async def test_the_stream_yields_one_snapshot_per_cycle(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    state = tmp_path / "gpus"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text(gpu_rows(8))
+    fake_gpu_host(fake_bin, tmp_path / "gpus", gpus=gpu_rows(8))
     sampler = GpuSampler(conn, interval_ms=50)
     snaps = []
     async for snap in sampler.stream():
@@ -113,10 +110,7 @@ async def test_the_stream_yields_one_snapshot_per_cycle(
 async def test_a_single_gpu_host_is_not_a_cycle_behind(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    state = tmp_path / "gpus"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text(gpu_rows(1, used=111))
+    state = fake_gpu_host(fake_bin, tmp_path / "gpus", gpus=gpu_rows(1, used=111))
     sampler = GpuSampler(conn, interval_ms=100)
     seen = []
     async for snap in sampler.stream():
@@ -131,10 +125,7 @@ async def test_a_single_gpu_host_is_not_a_cycle_behind(
 async def test_a_missing_driver_is_a_named_state_in_stream_and_query(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    state = tmp_path / "gpus"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "fail").write_text("")
+    fake_gpu_host(fake_bin, tmp_path / "gpus", fail="")
     sampler = GpuSampler(conn, interval_ms=50, problem_retry_s=0.05)
     snap = await asyncio.wait_for(anext(sampler.stream()), 5)
     assert snap.gpus == [] and snap.problem is not None and snap.problem.state is GpuState.NO_DRIVER
@@ -157,10 +148,7 @@ async def test_a_missing_driver_is_a_named_state_in_stream_and_query(
 async def test_driver_failures_are_named_states_in_stream_and_query_never_zeros(
     conn: Connection, fake_bin: Path, tmp_path: Path, message: str, state: str
 ) -> None:
-    gpus = tmp_path / "gpus"
-    gpus.mkdir()
-    install_fake_nvidia_smi(fake_bin, gpus)
-    (gpus / "fail").write_text(message + "\n")
+    fake_gpu_host(fake_bin, tmp_path / "gpus", fail=message + "\n")
     sampler = GpuSampler(conn, interval_ms=50, problem_retry_s=0.05)
     snap = await asyncio.wait_for(anext(sampler.stream()), 5)
     query = await sampler.query()
@@ -177,10 +165,7 @@ def test_a_version_mismatch_is_explained() -> None:
 async def test_empty_output_is_unreadable_and_says_so(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    gpus = tmp_path / "gpus"
-    gpus.mkdir()
-    install_fake_nvidia_smi(fake_bin, gpus)
-    (gpus / "gpus.csv").write_text("")
+    fake_gpu_host(fake_bin, tmp_path / "gpus", gpus="")
     query = await GpuSampler(conn).query()
     assert query.problem is not None and query.problem.state is GpuState.UNREADABLE
     assert query.problem.detail == "nvidia-smi printed nothing (exit 0)"
@@ -189,11 +174,8 @@ async def test_empty_output_is_unreadable_and_says_so(
 async def test_one_lost_gpu_does_not_hide_the_readable_ones(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    gpus = tmp_path / "gpus"
-    gpus.mkdir()
-    install_fake_nvidia_smi(fake_bin, gpus)
     lost = "Unable to determine the device handle for GPU0000:41:00.0: Unknown Error"
-    (gpus / "gpus.csv").write_text(gpu_rows(1) + lost + "\n")
+    fake_gpu_host(fake_bin, tmp_path / "gpus", gpus=gpu_rows(1) + lost + "\n")
     query = await GpuSampler(conn).query()
     assert query.problem is None and [g.index for g in query.gpus] == [0]
     assert query.unreadable == [lost]
@@ -212,12 +194,9 @@ async def test_no_nvidia_smi_at_all_is_named(conn: Connection) -> None:
 
 
 async def test_processes_are_listed_with_their_gpu(conn: Connection, fake_bin: Path, tmp_path: Path) -> None:
-    state = tmp_path / "gpus"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text(gpu_rows(2))
     holder = await asyncio.create_subprocess_exec("sleep", "30")
-    (state / "apps.csv").write_text(f"{holder.pid}, python3, 1234, GPU-0001\n")
+    holding = f"{holder.pid}, python3, 1234, GPU-0001\n"
+    fake_gpu_host(fake_bin, tmp_path / "gpus", gpus=gpu_rows(2), apps=holding)
     try:
         procs = await GpuSampler(conn).processes()
         assert [(p.pid, p.gpu_index, p.used_mib.value) for p in procs] == [(holder.pid, 1, 1234)]
@@ -237,10 +216,7 @@ def test_local_nvml_without_a_driver_is_a_named_state() -> None:
 async def test_chatter_before_the_rows_is_kept_aside_not_taken_for_a_failure(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    state = tmp_path / "gpus"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text("Welcome to the lab host!\n" + gpu_rows(2))
+    fake_gpu_host(fake_bin, tmp_path / "gpus", gpus="Welcome to the lab host!\n" + gpu_rows(2))
     snaps = []
     async for snap in GpuSampler(conn, interval_ms=50).stream():
         snaps.append(snap)
@@ -253,10 +229,7 @@ async def test_chatter_before_the_rows_is_kept_aside_not_taken_for_a_failure(
 async def test_sampling_resumes_by_itself_after_the_connection_drops(
     sim_server: SimSSHServer, conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    state = tmp_path / "gpus"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text(gpu_rows(2))
+    fake_gpu_host(fake_bin, tmp_path / "gpus", gpus=gpu_rows(2))
     stream = GpuSampler(conn, interval_ms=50).stream()
     try:
         assert (await asyncio.wait_for(anext(stream), 5)).problem is None

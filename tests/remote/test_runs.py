@@ -18,7 +18,7 @@ from sgtui.remote.targets import Target
 from sgtui.sim.sshserver import SimSSHServer
 
 from .conftest import SYSTEM_PATH, host_env, pinned_connection
-from .fakes import gpu_rows, install_fake_nvidia_smi, install_fake_pct
+from .fakes import fake_gpu_host, gpu_rows, install_fake_pct
 
 SERVER = """\
 #!/bin/bash
@@ -198,17 +198,19 @@ async def test_runs_inside_a_pct_container_are_managed_through_pct(
         await server.close()
 
 
+def _run_on(gpus: list[int], pid: int) -> RunRecord:
+    """A run record that owns `gpus` as process (and group) `pid`: all the GPU wait looks at."""
+    return RunRecord("r", "sim", Target(), "/x", [], {}, gpus, pid, pid, 0, "")
+
+
 async def test_wait_gpus_free_names_the_holders_on_timeout(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    state = tmp_path / "gpustate"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text(gpu_rows(2, used=40000))
     holder = await asyncio.create_subprocess_exec("sleep", "30")
-    (state / "apps.csv").write_text(f"{holder.pid}, python3, 39000, GPU-0001\n")
+    holding = f"{holder.pid}, python3, 39000, GPU-0001\n"
+    state = fake_gpu_host(fake_bin, tmp_path / "gpustate", gpus=gpu_rows(2, used=40000), apps=holding)
     mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
-    run = RunRecord("r", "sim", Target(), "/x", [], {}, [1], 1, 1, 0, "")
+    run = _run_on([1], pid=1)
     sampler = GpuSampler(conn)
     try:
         with pytest.raises(
@@ -228,13 +230,14 @@ async def test_wait_gpus_free_names_the_holders_on_timeout(
 async def test_a_holder_whose_memory_nvidia_smi_cannot_tell_is_not_shown_as_zero(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    state = tmp_path / "gpustate"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text(gpu_rows(1, used=40000))
-    (state / "apps.csv").write_text("4242, /opt/venv/bin/python3, [N/A], GPU-0000\n")
+    fake_gpu_host(
+        fake_bin,
+        tmp_path / "gpustate",
+        gpus=gpu_rows(1, used=40000),
+        apps="4242, /opt/venv/bin/python3, [N/A], GPU-0000\n",
+    )
     mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
-    run = RunRecord("r", "sim", Target(), "/x", [], {}, [0], 4242, 4242, 0, "")
+    run = _run_on([0], pid=4242)
     with pytest.raises(GpusBusyError) as err:
         await mgr.wait_gpus_free(run, None, timeout=0, sampler=GpuSampler(conn))
     assert "pid 4242 /opt/venv/bin/python3 (host) unknown MiB (N/A) on GPU 0" in str(err.value)
@@ -244,13 +247,11 @@ async def test_a_holder_whose_memory_nvidia_smi_cannot_tell_is_not_shown_as_zero
 async def test_a_holder_on_a_gpu_that_cannot_be_placed_still_counts_as_busy(
     conn: Connection, fake_bin: Path, tmp_path: Path
 ) -> None:
-    state = tmp_path / "gpustate"
-    state.mkdir()
-    install_fake_nvidia_smi(fake_bin, state)
-    (state / "gpus.csv").write_text(gpu_rows(2, used=3))
-    (state / "apps.csv").write_text("4242, python3, 500, MIG-7f3a\n")
+    fake_gpu_host(
+        fake_bin, tmp_path / "gpustate", gpus=gpu_rows(2, used=3), apps="4242, python3, 500, MIG-7f3a\n"
+    )
     mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
-    run = RunRecord("r", "sim", Target(), "/x", [], {}, [1], 4242, 4242, 0, "")
+    run = _run_on([1], pid=4242)
     with pytest.raises(GpusBusyError, match=r"pid 4242 python3 \(host\) 500 MiB on MIG-7f3a"):
         await mgr.wait_gpus_free(run, None, timeout=0, sampler=GpuSampler(conn))
 

@@ -22,24 +22,6 @@ from sgtui.sim.scenarios import Scenario
 from sgtui.sim.state import proc_start_time
 
 SPEED = 40.0  # the simulated launch takes about half a second
-QWEN_ARGS = [
-    "--model-path",
-    "/models/Qwen3.6-27B",
-    "--tp-size",
-    "2",
-    "--mem-fraction-static",
-    "0.85",
-    "--context-length",
-    "32768",
-    "--speculative-algorithm",
-    "NEXTN",
-    "--speculative-num-steps",
-    "3",
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    "4",
-]
 
 
 def free_port() -> int:

@@ -27,6 +27,17 @@ def sh(state_dir: Path, command: str, **extra_env: str) -> subprocess.CompletedP
     return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=30)
 
 
+def in_container_129(state_dir: Path, script: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by a plain bash inside CT 129, base64-encoded so that no quoting layer can alter it."""
+    encoded = base64.b64encode(script.encode()).decode()
+    wrapped = f'eval "$(echo {encoded} | base64 -d)"'
+    return sh(
+        state_dir,
+        shlex.join(["pct", "exec", "129", "--", "bash", "--norc", "--noprofile", "-c", wrapped]),
+        **extra_env,
+    )
+
+
 def test_pct_list_prints_the_containers_in_proxmox_columns(state_dir: Path) -> None:
     out = sh(state_dir, "pct list").stdout.splitlines()
     assert out[0].split() == ["VMID", "Status", "Lock", "Name"]
@@ -63,13 +74,7 @@ def test_pct_exec_passes_argv_through_without_a_shell(state_dir: Path) -> None:
 def test_the_container_venv_python_answers_at_its_absolute_path(state_dir: Path, namespace: str) -> None:
     extra = {"SGTUI_SIM_NO_NAMESPACE": "1"} if namespace == "path rewrite" else {}
     script = "/opt/sglang/venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"sglang\"))'"
-    encoded = base64.b64encode(script.encode()).decode()
-    wrapped = f'eval "$(echo {encoded} | base64 -d)"'
-    out = sh(
-        state_dir,
-        shlex.join(["pct", "exec", "129", "--", "bash", "--norc", "--noprofile", "-c", wrapped]),
-        **extra,
-    )
+    out = in_container_129(state_dir, script, **extra)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0.5.9"
     newer = sh(
@@ -118,12 +123,6 @@ def test_the_containers_model_folder_holds_the_config_sgtui_reads_for_the_fit(
 ) -> None:
     extra = {"SGTUI_SIM_NO_NAMESPACE": "1"} if namespace == "path rewrite" else {}
     script = "cat /opt/models/Qwen3.6-27B/config.json"
-    encoded = base64.b64encode(script.encode()).decode()
-    wrapped = f'eval "$(echo {encoded} | base64 -d)"'
-    out = sh(
-        state_dir,
-        shlex.join(["pct", "exec", "129", "--", "bash", "--norc", "--noprofile", "-c", wrapped]),
-        **extra,
-    )
+    out = in_container_129(state_dir, script, **extra)
     assert out.returncode == 0, out.stderr
     assert "Qwen3_5ForConditionalGeneration" in out.stdout

@@ -15,7 +15,8 @@ from sgtui.remote.hosts import HostConfig
 from sgtui.remote.runs import RunManager, RunRecord
 from sgtui.remote.targets import Target
 from sgtui.sim.host import SimHost
-from tests.sim.conftest import QWEN_ARGS, free_port
+from tests.cases import QWEN_ARGS
+from tests.sim.conftest import free_port
 
 PYTHON = "/opt/sglang/venv/bin/python"
 

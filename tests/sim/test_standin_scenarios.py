@@ -10,7 +10,8 @@ from dataclasses import replace
 
 from sgtui.core.logs import classify_text
 from sgtui.sim.scenarios import get_scenario
-from tests.sim.conftest import QWEN_ARGS, Sim, fit_weights_gib, free_port, open_sim, wait_for
+from tests.cases import QWEN_ARGS
+from tests.sim.conftest import Sim, fit_weights_gib, free_port, open_sim, wait_for
 
 READY = "The server is fired up and ready to roll!"
 SIGQUIT = "Received sigquit from a child process. It usually means the child failed."
