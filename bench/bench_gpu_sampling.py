@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import asyncssh
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sgtui.remote.connection import Connection
@@ -75,6 +77,21 @@ def show(kind: str, snaps: int, cpu: float, wall: float, hosts: int, gpus: int) 
     )
 
 
+def pinned(
+    tmp: Path, name: str, addr: str, port: int, known_line: str, key: asyncssh.SSHKey, user: str | None
+) -> Connection:
+    """A connection that trusts exactly this server's host key (written to its own known_hosts file)."""
+    known = tmp / f"kh-{name}"
+    known.write_text(known_line + "\n")
+    host = HostConfig(name, addr, port, user=user, known_hosts=(str(known),))
+    return Connection(host, client_keys=[key], agent_path=None, user_known_hosts=None)
+
+
+async def close_all(conns: list[Connection]) -> None:
+    for c in conns:
+        await c.close()
+
+
 async def with_sshd(tmp: Path, hosts: int, gpus: int, seconds: float) -> bool:
     from tests.sshd import sshd_unavailable_reason, start_sshd
 
@@ -90,17 +107,13 @@ async def with_sshd(tmp: Path, hosts: int, gpus: int, seconds: float) -> bool:
             server = stack.enter_context(
                 start_sshd(tmp / f"sshd{i}", env_path=f"{bin_dir}:{SYSTEM_PATH}", host=addr)
             )
-            known = tmp / f"kh{i}"
-            known.write_text(server.known_hosts_line() + "\n")
-            host = HostConfig(f"h{i}", addr, server.port, user="root", known_hosts=(str(known),))
             conns.append(
-                Connection(host, client_keys=[server.client_key], agent_path=None, user_known_hosts=None)
+                pinned(tmp, f"h{i}", addr, server.port, server.known_hosts_line(), server.client_key, "root")
             )
         try:
             result = await sample(conns, seconds)
         finally:
-            for c in conns:
-                await c.close()
+            await close_all(conns)
     show("OpenSSH sshd per host on 127.0.0.x (server work in other processes)", *result, gpus)
     return True
 
@@ -112,18 +125,16 @@ async def in_process(tmp: Path, hosts: int, gpus: int, seconds: float) -> None:
     servers, conns = [], []
     for i in range(hosts):
         server = await SimSSHServer(f"127.0.0.{i + 2}", env={"PATH": f"{bin_dir}:{SYSTEM_PATH}"}).start()
-        known = tmp / f"kh-in{i}"
-        known.write_text(server.known_hosts_line() + "\n")
-        host = HostConfig(f"h{i}", server.host, server.port, known_hosts=(str(known),))
         servers.append(server)
         conns.append(
-            Connection(host, client_keys=[server.client_key], agent_path=None, user_known_hosts=None)
+            pinned(
+                tmp, f"in{i}", server.host, server.port, server.known_hosts_line(), server.client_key, None
+            )
         )
     try:
         result = await sample(conns, seconds)
     finally:
-        for c in conns:
-            await c.close()
+        await close_all(conns)
         for s in servers:
             await s.close()
     show("in-process servers (this process also runs the server side: an upper bound)", *result, gpus)
