@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+from textual.pilot import Pilot
 from textual.widgets import Input, Static, TabbedContent
 
 from sgtui.core.profiles import Profile, load_profile
@@ -29,6 +31,13 @@ SIZE = (120, 40)
 
 def make_app(backend: FakeBackend, profile: Profile) -> SgtuiApp:
     return SgtuiApp(backend, profile, theme="textual-dark")
+
+
+async def launch_until(pilot: Pilot[Any], app: SgtuiApp, state: str) -> None:
+    """Wait for the host, press `l`, and wait until the run is `state` ("ready" or "failed")."""
+    await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
+    await pilot.press("l")
+    await wait_for(pilot, lambda: app.run_state == state, what=state)
 
 
 async def test_launch_follows_the_new_run_to_ready_with_the_timeline(profile: Profile) -> None:
@@ -56,9 +65,7 @@ async def test_a_failure_shows_its_diagnosis_and_a_applies_the_suggested_flag(pr
     backend = FakeBackend(launch_logs=[failing_log()])
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
-        await pilot.press("l")
-        await wait_for(pilot, lambda: app.run_state == "failed", what="failure")
+        await launch_until(pilot, app, "failed")
         panel = app.query_one(DiagnosisPanel)
         assert panel.display
         assert "Not enough GPU memory" in panel.diagnoses[0].title
@@ -76,9 +83,7 @@ async def test_restart_asks_first_waits_for_the_gpus_then_launches_into_a_new_lo
     backend.gpu_wait_lines = ["waiting for GPUs 0, 1 to be free: sglang::scheduler[4242] 31000 MiB"]
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
-        await pilot.press("l")
-        await wait_for(pilot, lambda: app.run_state == "ready")
+        await launch_until(pilot, app, "ready")
         first = app.current
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation")
@@ -98,9 +103,7 @@ async def test_declining_the_stop_question_stops_nothing(profile: Profile) -> No
     backend = FakeBackend(launch_logs=[ready_log()], hold_tail=True)
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
-        await pilot.press("l")
-        await wait_for(pilot, lambda: app.run_state == "ready")
+        await launch_until(pilot, app, "ready")
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("n")
@@ -188,9 +191,7 @@ async def test_the_log_filter_and_the_jump_to_the_first_error(profile: Profile) 
     backend = FakeBackend(launch_logs=[failing_log()])
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
-        await pilot.press("l")
-        await wait_for(pilot, lambda: app.run_state == "failed")
+        await launch_until(pilot, app, "failed")
         log = app.query_one(RunLog)
         await pilot.press("slash")
         assert isinstance(app.focused, Input) and app.focused.id == "log-filter"
@@ -269,9 +270,7 @@ async def test_quitting_leaves_the_run_running(profile: Profile) -> None:
     backend = FakeBackend(launch_logs=[ready_log()], hold_tail=True)
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
-        await pilot.press("l")
-        await wait_for(pilot, lambda: app.run_state == "ready")
+        await launch_until(pilot, app, "ready")
         await pilot.press("q")
     assert backend.stopped == []
     assert backend.closed
