@@ -50,15 +50,18 @@ def import_ms(module: str, runs: int = 7) -> float:
 
 def main() -> None:
     sys.path.insert(0, str(REPO))
-    from sgtui.core.flags import FLAGS, parse_argv, spec_from_values, to_argv
     from sgtui.core.profiles import dump_profile, load_profile, parse_profile
+    from sgtui.core.sglang.flags import FLAGS, parse_argv, spec_from_values, to_argv
 
     values = parse_argv(QWEN_ARGV, "0.5.9").values
     profile_path = REPO / "profiles" / "qwen36-27b-2xa6000.yaml"
     profile_text = profile_path.read_text()
     profile = load_profile(profile_path)
     rows = [
-        ("import sgtui.core.flags (fresh interpreter)", f"{import_ms('sgtui.core.flags'):.0f} ms"),
+        (
+            "import sgtui.core.sglang.flags (fresh interpreter)",
+            f"{import_ms('sgtui.core.sglang.flags'):.0f} ms",
+        ),
         ("flags in the table", str(len(FLAGS))),
         (
             "parse_argv, Qwen 2xA6000 launch (10 flags, 1 abbreviation)",

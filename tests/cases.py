@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
+from sgtui.core.sglang.flags import LaunchSpec
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MODELS = FIXTURES / "models"

@@ -1,428 +1,259 @@
-"""Extract the `sglang.launch_server` flag table from unpacked SGLang wheels into sgtui's data file.
+"""Build (or check) sgtui's shipped SGLang flag tables from the released wheels.
 
-SGLang builds its parser in code (0.5.23 derives it from annotated dataclasses), so reading the source
-text misses choices and defaults computed at import time. Instead this script imports each version's
-`ServerArgs` with every heavy dependency (torch, transformers, kernels) replaced by an inert stub, runs
-`ServerArgs.add_cli_args` into a plain argparse parser, and records what argparse holds.
+Each release's table is read by `sgtui/remote/flag_payload.py`, the same code that reads a target's own
+table: it imports that release's `ServerArgs` with heavy dependencies stubbed and records what argparse
+holds. The tables are stored compactly: one entry per flag with the release ranges where each definition
+holds (`sgtui/core/sglang/flag_tables.json`), and the help texts apart (`flag_help.json`, read lazily).
 
-Usage (the interpreter needs msgspec, typing_extensions and pyyaml, which SGLang's arg modules import):
+    pip download --no-deps sglang==0.5.14 -d /tmp/sgl/0.5.14
+    python tools/extract_sglang_flags.py 0.5.14=/tmp/sgl/0.5.14 ... -o sgtui/core/sglang/flag_tables.json
+    python tools/extract_sglang_flags.py --check 0.5.14=/tmp/sgl/0.5.14 ...
 
-    pip download --no-deps sglang==0.5.9 -d /tmp/w
-    unzip -q /tmp/w/sglang-0.5.9-*.whl 'sglang/*' -d /tmp/s059
-    python tools/extract_sglang_flags.py 0.5.9=/tmp/s059 0.5.11=/tmp/s0511 0.5.23=/tmp/s0523 \
-        -o sgtui/core/sglang_flags.json
+A source is VERSION=PATH, PATH being a wheel, a folder holding one wheel, or a folder holding the unpacked
+`sglang/` package. Give the releases in any order; they are sorted as versions. The interpreter needs
+msgspec and typing_extensions for 0.5.23 and later (SGLang's argument dataclasses import them).
 
-Each VERSION=DIR names a folder that holds the unpacked `sglang/` package.
+`--check` reads each wheel again and checks the shipped tables against it through sgtui's own parser:
+every flag the release has is accepted (a removed flag's own error is kept), its definition matches, and
+every flag some other release has but this one lacks is rejected with a message that names the release.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
+import tempfile
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-# Heavy or side-effectful SGLang subpackages the parser does not need; they are stubbed like torch.
-STUBBED_SGLANG = (
-    "sglang.srt.configs",
-    "sglang.kernels",
-    "sglang.jit_kernel",
-    "sglang.srt.models",
-    "sglang.srt.managers",
-    "sglang.srt.layers",
-    "sglang.srt.utils.hf_transformers_patches",
-    "sglang.srt.lora",
-    "sglang.srt.model_executor",
-    "sglang.srt.distributed",
-    "sglang.srt.mem_cache",
-)
-REAL_TOP_LEVEL = {"sglang", "yaml", "msgspec", "typing_extensions"}
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-# Groups in the order the form shows them; the first matching rule wins.
-GROUP_RULES: list[tuple[str, tuple[str, ...]]] = [
-    ("hybrid/Mamba", ("mamba", "linear_attn", "swa", "hybrid")),
-    ("speculative decoding", ("speculative", "spec_", "eagle", "ngram", "draft")),
-    (
-        "parallelism",
-        (
-            "tp_size",
-            "dp_size",
-            "pp_size",
-            "ep_size",
-            "dp_attention",
-            "nnodes",
-            "node_rank",
-            "^dist_",
-            "_parallel",
-            "moe_a2a",
-            "moe_dense_tp",
-            "attn_cp",
-            "load_balance_method",
-            "nccl",
-            "base_gpu_id",
-            "gpu_id_step",
-            "enable_dp_lm_head",
-            "cp_size",
-            "moe_runner",
-            r"(^|_)ep_",
-            "deepep",
-            "eplb",
-        ),
-    ),
-    (
-        "memory",
-        (
-            "mem_fraction",
-            "max_total_tokens",
-            "kv_cache",
-            "page_size",
-            "cuda_graph",
-            "piecewise",
-            "torch_compile",
-            "hierarchical_cache",
-            "hicache",
-            "radix",
-            "cpu_offload",
-            "memory",
-            "offload",
-            "max_prefill_tokens",
-            "chunked_prefill",
-            "allow_auto_truncate",
-            "prefill_graph",
-            "breakable",
-        ),
-    ),
-    (
-        "model",
-        (
-            "model_path",
-            "tokenizer",
-            "revision",
-            "load_format",
-            "trust_remote_code",
-            "dtype",
-            "quantization",
-            "context_length",
-            "served_model_name",
-            "chat_template",
-            "completion_template",
-            "is_embedding",
-            "skip_tokenizer_init",
-            "reasoning_parser",
-            "tool_call_parser",
-            "model_loader",
-            "modelopt",
-            "language_only",
-            "json_model_override_args",
-            "preferred_sampling_params",
-            "attention_backend",
-            "sampling_backend",
-            "grammar_backend",
-            "model_impl",
-            "weight",
-            "^hf_",
-            "download_dir",
-            "(^|_)mm_",
-            "multimodal",
-        ),
-    ),
-    (
-        "scheduling",
-        (
-            "schedule",
-            "max_running_requests",
-            "max_queued_requests",
-            "overlap",
-            "priority",
-            "stream_interval",
-            "prefill",
-            "decode",
-            "batch",
-            "num_continuous_decode_steps",
-            "enable_mixed_chunk",
-        ),
-    ),
-    (
-        "server",
-        (
-            "host",
-            "port",
-            "api_key",
-            "log_",
-            "enable_metrics",
-            "ssl",
-            "cors",
-            "admin",
-            "uvicorn",
-            "health",
-            "watchdog",
-            "timeout",
-            "tokenizer_worker_num",
-            "crash_dump",
-            "enable_trace",
-            "otlp",
-            "prometheus",
-            "collect_tokens_histogram",
-            "file_storage_path",
-            "decrypted",
-            "warmup",
-        ),
-    ),
-]
+from sgtui.core.sglang.flag_groups import classify  # noqa: E402
+from sgtui.core.sglang.versions import parse_version  # noqa: E402
 
-
-def classify(dest: str) -> str:
-    """A coarse help group from the dest name; the UI uses it to sort the form, nothing depends on it.
-
-    Needles are regular expressions searched in the dest (`(^|_)ep_` so that `sleep_on_idle` is not EP).
-    """
-    for group, needles in GROUP_RULES:
-        if any(re.search(needle, dest) for needle in needles):
-            return group
-    return "other"
-
-
-def _install_stubs(root: str) -> None:
-    import importlib.abc
-    import importlib.machinery
-    import types
-
-    class _Meta(type):
-        def __getattr__(cls, name: str) -> Any:
-            if name.startswith("__") and name.endswith("__"):
-                raise AttributeError(name)
-            return _Stub
-
-        def __getitem__(cls, key: Any) -> Any:
-            return _Stub
-
-        def __iter__(cls) -> Any:
-            return iter(())
-
-        def __or__(cls, other: Any) -> Any:
-            return _Stub
-
-        def __ror__(cls, other: Any) -> Any:
-            return _Stub
-
-        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-            if len(args) == 1 and callable(args[0]) and not kwargs:
-                return args[0]  # used as a decorator
-            return _Stub
-
-        def __bool__(cls) -> bool:
-            return False
-
-        def __len__(cls) -> int:
-            return 0
-
-        def __int__(cls) -> int:
-            return 0
-
-        def __index__(cls) -> int:
-            return 0
-
-        def __lt__(cls, other: Any) -> bool:
-            return False
-
-        __gt__ = __le__ = __ge__ = __lt__
-
-        def __mro_entries__(cls, bases: Any) -> tuple[type, ...]:
-            return (object,)
-
-        def __enter__(cls) -> Any:
-            return _Stub
-
-        def __exit__(cls, *exc: Any) -> bool:
-            return False
-
-    class _Stub(metaclass=_Meta):
-        pass
-
-    class StubModule(types.ModuleType):
-        def __getattr__(self, name: str) -> Any:
-            if name.startswith("__") and name.endswith("__"):
-                raise AttributeError(name)
-            return _Stub
-
-    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-        def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-            stubbed = any(name == p or name.startswith(p + ".") for p in STUBBED_SGLANG)
-            top = name.split(".")[0]
-            if not stubbed and (top in REAL_TOP_LEVEL or top in sys.stdlib_module_names):
-                return None
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-
-        def create_module(self, spec: Any) -> Any:
-            module = StubModule(spec.name)
-            module.__path__ = []
-            module.__version__ = "2.9.0"
-            return module
-
-        def exec_module(self, module: Any) -> None:
-            pass
-
-    sys.path.insert(0, root)
-    sys.meta_path.insert(0, Finder())
-    globals()["_STUB_TYPE"] = _Stub
-
-
-def _jsonable(value: Any) -> Any:
-    stub = globals().get("_STUB_TYPE")
-    if value is stub or isinstance(value, type):
-        return None
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if hasattr(value, "value") and isinstance(value.value, (str, int)):  # enums
-        return value.value
-    return str(value)
-
-
-KIND_BY_TYPE = {
-    "str": "str",
-    "int": "int",
-    "float": "float",
-    "loads": "json",
-    "json_list_type": "json",
-    "human_readable_int": "human_int",
-    "nullable_str": "str",
+PAYLOAD = REPO / "sgtui" / "remote" / "flag_payload.py"
+DEFAULT_OUTPUT = REPO / "sgtui" / "core" / "sglang" / "flag_tables.json"
+DEF_KEYS = ("options", "kind", "nargs", "choices", "default", "deprecated", "new_flag", "error_message")
+# Keys left out of a stored definition when they hold these values (keeps the file small).
+DEF_DEFAULTS: dict[str, Any] = {
+    "kind": "str",
+    "nargs": None,
+    "choices": None,
+    "default": None,
+    "deprecated": False,
+    "new_flag": None,
+    "error_message": None,
 }
 
 
-def dump_version(root: str) -> list[dict[str, Any]]:
-    """Run in a child process: the stubs poison sys.modules for anything else."""
-    _install_stubs(root)
-    from sglang.srt.server_args import ServerArgs  # type: ignore[import-not-found]
-
-    parser = argparse.ArgumentParser(add_help=False)
-    ServerArgs.add_cli_args(parser)
-    rows: list[dict[str, Any]] = []
-    for action in parser._actions:
-        if not action.option_strings:
-            continue
-        action_name = type(action).__name__
-        type_name = getattr(action.type, "__name__", None)
-        nargs = action.nargs
-        if action_name == "_StoreTrueAction":
-            kind = "bool"
-        elif action_name == "_StoreFalseAction":
-            kind = "bool_false"
-        elif action_name == "BooleanOptionalAction":
-            kind = "bool_optional"
-        elif (
-            action_name in ("DeprecatedAction", "DeprecatedStoreTrueAction")
-            or (action_name == "DeprecatedStoreConstAction" and nargs == 0)
-            or action_name == "_StoreConstAction"
-        ):
-            kind = "bool"
-        else:
-            kind = KIND_BY_TYPE.get(type_name or "str", "str")
-        if nargs == 0:
-            nargs = None
-        choices = None
-        if action.choices is not None:
-            listed = action.choices
-            if isinstance(
-                listed, (set, frozenset)
-            ):  # set order changes with hash seeds: keep the file stable
-                listed = sorted(listed, key=str)
-            choices = _jsonable(list(listed))
-        row = {
-            "options": list(action.option_strings),
-            "dest": action.dest,
-            "kind": kind,
-            "nargs": nargs if nargs in (None, "+", "*", "?") else str(nargs),
-            "choices": choices or None,
-            "default": _jsonable(action.default),
-            "help": " ".join((action.help or "").split()),
-        }
-        if action_name.startswith("Deprecated"):
-            row["deprecated"] = True
-            new_flag = getattr(action, "new_flag", None)
-            if new_flag:
-                row["new_flag"] = new_flag
-            message = getattr(action, "error_message", None)
-            if message:
-                row["error_message"] = message
-                row["removed"] = True
-        rows.append(row)
-    return rows
+def _unpacked(path: Path, scratch: Path) -> Path:
+    """A folder holding `sglang/` for PATH (a wheel, a folder with one wheel, or already unpacked)."""
+    if (path / "sglang").is_dir():
+        return path
+    wheel = path if path.suffix == ".whl" else next(iter(sorted(path.glob("sglang-*.whl"))), None)
+    if wheel is None:
+        raise SystemExit(f"{path}: neither an unpacked sglang/ folder nor a folder with an sglang wheel")
+    out = scratch / wheel.stem
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(out, [n for n in archive.namelist() if n.startswith("sglang/")])
+    return out
 
 
-def merge(per_version: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """One entry per flag keyed by its newest canonical name; each version keeps its own details.
+def read_rows(root: Path) -> list[dict[str, Any]]:
+    """One release's rows, read in a child process (the stubs poison sys.modules for anything else)."""
+    proc = subprocess.run(
+        [sys.executable, str(PAYLOAD), str(root)], capture_output=True, text=True, timeout=300
+    )
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("@@sgtui-flags ")), None)
+    if line is None:
+        raise SystemExit(f"{root}: the payload printed no table: {proc.stderr.strip()[-300:]}")
+    data = json.loads(line.split(" ", 1)[1])
+    if "error" in data:
+        raise SystemExit(f"{root}: {data['error']}")
+    return data["rows"]
 
-    Rows from different versions are the same flag when they share any option string (0.5.9 spells
-    tensor parallelism `--tensor-parallel-size` first, 0.5.23 `--tp-size`, both accept both).
+
+def read_all(sources: list[str], jobs: int) -> dict[str, list[dict[str, Any]]]:
+    pairs: list[tuple[str, Path]] = []
+    for source in sources:
+        version, _, path = source.partition("=")
+        if not path:
+            raise SystemExit(f"{source}: expected VERSION=PATH")
+        parse_version(version)
+        pairs.append((version, Path(path)))
+    pairs.sort(key=lambda pair: parse_version(pair[0]))
+    with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(max(1, jobs)) as pool:
+        roots = [_unpacked(path, Path(scratch)) for _, path in pairs]
+        rows = list(pool.map(read_rows, roots))
+    return {version: found for (version, _), found in zip(pairs, rows, strict=True)}
+
+
+def _definition(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in DEF_KEYS if k in row and row[k] != DEF_DEFAULTS.get(k, ...)}
+
+
+def merge(per_release: dict[str, list[dict[str, Any]]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The compact table and the help texts.
+
+    Rows of different releases are one flag when they share an option string (0.5.9 spells tensor
+    parallelism `--tensor-parallel-size` first, 0.5.23 `--tp-size`; both accept both). A flag is named by
+    its newest first option; `spans` are `[first, last, definition]`, consecutive releases (in `releases`
+    order) with the same definition folded into one span.
     """
-    versions = list(per_version)
+    releases = list(per_release)
     entries: list[dict[str, Any]] = []
     owner: dict[str, dict[str, Any]] = {}
-    for version in versions:
-        for row in per_version[version]:
+    for release in releases:
+        for row in per_release[release]:
             entry = next((owner[o] for o in row["options"] if o in owner), None)
-            if entry is None or version in entry["versions"]:
-                entry = {"versions": {}, "help": ""}
+            if entry is None or release in entry["defs"]:
+                entry = {"defs": {}, "help": ""}
                 entries.append(entry)
             for option in row["options"]:
                 owner[option] = entry
-            entry["versions"][version] = {
-                "options": row["options"],
-                "kind": row["kind"],
-                "nargs": row["nargs"],
-                "choices": row["choices"],
-                "default": row["default"],
-                **{k: row[k] for k in ("deprecated", "new_flag", "error_message", "removed") if k in row},
-            }
+            entry["defs"][release] = _definition(row)
             entry["help"] = row["help"] or entry["help"]
             entry["dest"] = row["dest"]
     flags: dict[str, Any] = {}
+    helps: dict[str, str] = {}
     for entry in entries:
-        newest = entry["versions"][next(v for v in reversed(versions) if v in entry["versions"])]
+        newest = entry["defs"][next(r for r in reversed(releases) if r in entry["defs"])]
         name = newest["options"][0]
         if name in flags:
             raise SystemExit(f"two flags share the canonical name {name}")
-        flags[name] = {
-            "dest": entry["dest"],
-            "group": classify(entry["dest"]),
-            "help": entry["help"],
-            "versions": entry["versions"],
-        }
-    return {"versions": versions, "flags": dict(sorted(flags.items()))}
+        spans: list[list[Any]] = []
+        previous = -2
+        for position, release in enumerate(releases):
+            definition = entry["defs"].get(release)
+            if definition is None:
+                continue
+            if spans and previous == position - 1 and spans[-1][2] == definition:
+                spans[-1][1] = release
+            else:
+                spans.append([release, release, definition])
+            previous = position
+        flags[name] = {"dest": entry["dest"], "group": classify(entry["dest"]), "spans": spans}
+        helps[name] = entry["help"]
+    table = {"format": 2, "releases": releases, "flags": dict(sorted(flags.items()))}
+    return table, dict(sorted(helps.items()))
+
+
+def write(table: dict[str, Any], helps: dict[str, str], output: Path) -> None:
+    output.write_text(json.dumps(table, separators=(",", ":")) + "\n")
+    output.with_name("flag_help.json").write_text(json.dumps(helps, indent=0) + "\n")
+
+
+def _sample_argv(option: str, definition: Any) -> list[str]:
+    """One valid use of `option` under `definition` (a value of the right kind)."""
+    if definition.kind in ("bool", "bool_optional"):
+        return [option]
+    if definition.choices:
+        value = str(definition.choices[0])
+    elif definition.kind in ("int", "human_int"):
+        value = "7"
+    elif definition.kind == "float":
+        value = "0.5"
+    elif definition.kind == "json" or option in (
+        "--json-model-override-args",
+        "--speculative-token-map-json",
+    ):
+        value = "{}"
+    else:
+        value = "text"
+    return [f"{option}={value}"]
+
+
+def check_release(release: str, rows: list[dict[str, Any]]) -> tuple[list[str], str]:
+    """Problems (empty when the shipped table matches the wheel) and a one-line summary."""
+    from sgtui.core.sglang.flags import FlagDef, FlagError, any_table, parse_argv, table_for
+
+    problems: list[str] = []
+    table = table_for(release)
+    if table.source != "shipped" or table.release != release:
+        return [f"no shipped table for {release} ({table.label})"], ""
+    seen: set[str] = set()
+    accepted = stopped = 0
+    for row in rows:
+        wanted = FlagDef.from_json(row)
+        name = next((table.index[o] for o in wanted.options if o in table.index), None)
+        if name is None:
+            problems.append(f"{wanted.options[0]}: in the wheel, not in the shipped table")
+            continue
+        if table.info(name) != wanted:
+            problems.append(f"{wanted.options[0]}: shipped {table.info(name)} != wheel {wanted}")
+        for option in wanted.options:
+            seen.add(option)
+            try:
+                parse_argv(_sample_argv(option, wanted), release)
+                accepted += 1
+                if wanted.removed_message:
+                    problems.append(f"{option}: the release stops at it, sgtui accepted it")
+            except FlagError as err:
+                if wanted.removed_message and release in str(err) and wanted.removed_message in str(err):
+                    stopped += 1
+                else:
+                    problems.append(f"{option}: the release has it, sgtui said: {err}")
+    extra = set(table.index) - seen
+    problems += [f"{option}: in the shipped table, not in the wheel" for option in sorted(extra)]
+    rejected = abbreviations = 0
+    union = any_table()
+    for option in sorted(set(union.index) - seen):
+        expands_to = {table.index[o] for o in seen if o.startswith(option)}
+        definition = table.info(next(iter(expands_to))) if len(expands_to) == 1 else None
+        try:
+            parsed = parse_argv(_sample_argv(option, definition or union.info(union.index[option])), release)
+            # argparse reads a unique prefix as an abbreviation; sgtui must say so, naming the release
+            if definition is not None and any(
+                f"SGLang {release}" in note and "abbreviation" in note for note in parsed.notes
+            ):
+                abbreviations += 1
+            else:
+                problems.append(f"{option}: the release lacks it, sgtui accepted it ({parsed.notes})")
+        except FlagError as err:
+            if f"SGLang {release} " not in str(err) + " ":
+                problems.append(f"{option}: rejected without naming {release}: {err}")
+            else:
+                rejected += 1
+    summary = (
+        f"{accepted} option strings accepted, {stopped} retired ones stop with SGLang's message, "
+        f"{rejected} absent ones rejected naming {release}, "
+        f"{abbreviations} read as abbreviations (with a note)"
+    )
+    return problems, summary
+
+
+def check(per_release: dict[str, list[dict[str, Any]]]) -> int:
+    """Compare the shipped tables with what the wheels hold; one line per release, exit 1 on a mismatch."""
+    failures = 0
+    for release, rows in per_release.items():
+        problems, summary = check_release(release, rows)
+        print(f"{release}: ok: {summary}" if not problems else f"{release}: {len(problems)} problems")
+        for problem in problems[:20]:
+            print(f"  {problem}")
+        failures += bool(problems)
+    return 1 if failures else 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("sources", nargs="*", metavar="VERSION=DIR")
-    parser.add_argument("-o", "--output", type=Path)
-    parser.add_argument("--dump", metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("sources", nargs="+", metavar="VERSION=PATH")
+    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--check", action="store_true", help="check the shipped tables against the wheels")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
     args = parser.parse_args()
-    if args.dump:
-        json.dump(dump_version(args.dump), sys.stdout)
-        return 0
-    if not args.sources or not args.output:
-        parser.error("give VERSION=DIR sources and -o OUTPUT")
-    per_version: dict[str, list[dict[str, Any]]] = {}
-    for source in args.sources:
-        version, _, root = source.partition("=")
-        if not root or not (Path(root) / "sglang").is_dir():
-            parser.error(f"{source}: expected VERSION=DIR where DIR/sglang is the unpacked package")
-        out = subprocess.run(
-            [sys.executable, __file__, "--dump", root], check=True, capture_output=True, text=True
-        ).stdout
-        per_version[version] = json.loads(out)
-    table = merge(per_version)
-    args.output.write_text(json.dumps(table, indent=1, sort_keys=False) + "\n")
-    print(f"{len(table['flags'])} flags from {', '.join(per_version)} -> {args.output}")
+    per_release = read_all(args.sources, args.jobs)
+    if args.check:
+        return check(per_release)
+    table, helps = merge(per_release)
+    write(table, helps, args.output)
+    print(f"{len(table['flags'])} flags from {len(per_release)} releases -> {args.output}")
     return 0
 
 

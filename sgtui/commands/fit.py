@@ -90,9 +90,9 @@ def _model_path(args: argparse.Namespace, model_path: str | None) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from sgtui.core.fit import fit
-    from sgtui.core.flags import parse_argv
     from sgtui.core.gpus import guess_gpu_from_free, parse_gpu
     from sgtui.core.model import load_model_facts
+    from sgtui.core.sglang.flags import parse_argv
 
     argv = list(args.sglang_flags)
     if argv and argv[0] == "--":

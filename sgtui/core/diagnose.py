@@ -678,7 +678,7 @@ def _port_in_use(ctx: _Context) -> Diagnosis:
 
 def _known_flags() -> list[str]:
     try:
-        from sgtui.core.flags import FLAGS
+        from sgtui.core.sglang.flags import FLAGS
 
         names = list(FLAGS)
         return names or list(_FALLBACK_FLAGS)

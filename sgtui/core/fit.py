@@ -44,9 +44,9 @@ from sgtui.core.fit_spec import (
     estimate_draft_weight_bytes,
     speculative_params,
 )
-from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import GpuSpec
 from sgtui.core.model import ModelFacts
+from sgtui.core.sglang.flags import LaunchSpec
 
 __all__ = ["BudgetLine", "FitReport", "FitWarning", "Warning", "fit"]
 

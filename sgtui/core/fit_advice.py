@@ -11,8 +11,8 @@ from dataclasses import replace
 
 from sgtui.core.fit import TIGHT_SHARE
 from sgtui.core.fit_report import FitReport, FitWarning
-from sgtui.core.flags import LaunchSpec
 from sgtui.core.model import ModelFacts
+from sgtui.core.sglang.flags import LaunchSpec
 
 Recompute = Callable[[LaunchSpec], FitReport]
 

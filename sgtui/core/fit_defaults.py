@@ -5,7 +5,8 @@ Read from server_args.py `_handle_gpu_memory_settings` (0.5.9, 0.5.11) and
 arg_groups/memory_hook.py `handle_gpu_memory_settings` / `reserve_for_graph_mb` (0.5.23); the
 automatic fraction of older releases (0.3.x to 0.5.2, which predate the reservation formula) and
 their multimodal shrink come from each release's server_args.py and model_runner.py. The family is
-flags.version_family's, so the flag table and the memory rules agree on every version string.
+`memory_family`'s (nearest studied release); the flag tables no longer use families (every release has
+its own, `core/sglang/flags.py`), and the release windows of `core/sglang/windows.py` replace this.
 """
 
 from __future__ import annotations
@@ -14,13 +15,31 @@ import re
 from dataclasses import dataclass
 
 from sgtui.core.errors import UserError
-from sgtui.core.flags import LaunchSpec
-from sgtui.core.flags import version_family as flag_version_family
 from sgtui.core.model import MULTIMODAL_OFF_BY_DEFAULT, PIECEWISE_DISABLED_ARCHS, ModelFacts
+from sgtui.core.sglang.flags import LaunchSpec
 
 FAMILIES = ("0.5.9", "0.5.11", "0.5.23")
 
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def memory_family(version: str) -> str:
+    """The studied release (FAMILIES) whose memory rules a version follows: the nearest one, ties to the
+    older; a version in another minor series gets the newest family not newer than it.
+
+    Kept for the fit engine while its rules move to release windows; the flags do not use it."""
+    wanted = version_tuple(version)
+
+    def distance(family: str) -> tuple[int, int]:
+        fam = version_tuple(family)
+        major_minor = abs((fam[0] - wanted[0]) * 1000 + (fam[1] - wanted[1]))
+        return (major_minor, abs(fam[2] - wanted[2]) if major_minor == 0 else 0)
+
+    best = min(FAMILIES, key=lambda fam: (distance(fam), FAMILIES.index(fam)))
+    if distance(best)[0] > 0:
+        older = [fam for fam in FAMILIES if version_tuple(fam) <= wanted]
+        best = older[-1] if older else FAMILIES[0]
+    return best
 
 
 def version_tuple(version: str) -> tuple[int, int, int]:
@@ -36,20 +55,16 @@ def rule_version(version: str) -> tuple[int, int, int]:
     what `pip show sglang` reports for a git checkout), which gets its family's release."""
     parts = version_tuple(version)
     if parts[:2] == (0, 0):
-        family = flag_version_family(version)
-        assert family is not None
-        return version_tuple(family)
+        return version_tuple(memory_family(version))
     return parts
 
 
 def version_family(version: str) -> tuple[str, str]:
     """(family, note): which studied release's memory rules a version follows.
 
-    The mapping is flags.version_family's (nearest release, ties to the older one), so the flag table
-    and the memory rules never disagree about a version."""
+    The mapping is `memory_family`'s (nearest release, ties to the older one)."""
     parts = version_tuple(version)
-    family = flag_version_family(version)
-    assert family is not None
+    family = memory_family(version)
     if parts[:2] == (0, 0):
         return family, f"SGLang {version} is an untagged build: using the {family} rules"
     if parts < (0, 5, 9):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sgtui.core import fit_errors
-from sgtui.core.flags import LaunchSpec
+from sgtui.core.sglang.flags import LaunchSpec
 
 GIB = 1 << 30
 

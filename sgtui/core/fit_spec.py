@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sgtui.core.flags import LaunchSpec
 from sgtui.core.model import ModelFacts, mtp_weight_bytes
+from sgtui.core.sglang.flags import LaunchSpec
 
 EAGLE_LIKE = frozenset({"EAGLE", "EAGLE3", "NEXTN", "MTP"})
 _WIDE_DEFAULT_ARCHS = frozenset({"LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM"})

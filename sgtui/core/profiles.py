@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from sgtui.core.errors import UserError
-from sgtui.core.flags import (
+from sgtui.core.sglang.flags import (
     FlagError,
     LaunchSpec,
     canonical_name,
@@ -28,8 +28,8 @@ from sgtui.core.flags import (
     spec_from_values,
     to_argv,
     to_config_mapping,
-    version_family,
 )
+from sgtui.core.sglang.versions import parse_version
 
 TARGET_KINDS = ("host", "pct", "docker")
 REQUIRED_KEYS = ("name", "host", "python", "sglang")
@@ -247,7 +247,7 @@ def _check_version(
         )
         return None
     try:
-        version_family(str(value))
+        parse_version(str(value))
     except UserError as err:
         checker.add(node, "sglang_version", str(err))
         return None

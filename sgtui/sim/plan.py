@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from sgtui.sim import logfmt
 
 if TYPE_CHECKING:
-    from sgtui.core.flags import LaunchSpec
     from sgtui.core.model import ModelFacts
+    from sgtui.core.sglang.flags import LaunchSpec
 
 MODELS_DIR = Path(__file__).with_name("models")
 GIB = 2**30

@@ -45,8 +45,8 @@ from sgtui.sim.plan import (
 from sgtui.sim.state import StateStore, gpu_rows, mark_exited, proc_start_time, set_holding
 
 if TYPE_CHECKING:
-    from sgtui.core.flags import LaunchSpec
     from sgtui.core.model import ModelFacts
+    from sgtui.core.sglang.flags import LaunchSpec
 
 SPEED_ENV = "SGTUI_SIM_SPEED"
 VENV_ENV = "SGTUI_SIM_VENV"  # set by the venv's python wrapper: the install dir as the container sees it
@@ -155,7 +155,7 @@ class StandIn:
 
         self.record([os.getpid()])
         try:
-            from sgtui.core.flags import parse_argv
+            from sgtui.core.sglang.flags import parse_argv
 
             parsed = parse_argv(self.argv, self.version)
         except UserError as exc:

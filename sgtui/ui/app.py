@@ -630,7 +630,7 @@ class SgtuiApp(App[None]):
         if errors:
             return list(errors.values())
         from sgtui.core.errors import UserError
-        from sgtui.core.flags import FlagError, spec_from_values
+        from sgtui.core.sglang.flags import FlagError, spec_from_values
 
         try:
             spec_from_values(self.form.values(), version=self.version)

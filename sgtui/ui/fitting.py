@@ -25,9 +25,9 @@ class FitInputs:
 def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
     """Returns the `sgtui fit --json` dict, with each warning's flag and suggested value."""
     from sgtui.core.fit import fit
-    from sgtui.core.flags import spec_from_values
     from sgtui.core.gpus import GpuSpec
     from sgtui.core.model import model_facts_from_config
+    from sgtui.core.sglang.flags import spec_from_values
 
     if inputs.model_config is None:
         raise UserError(

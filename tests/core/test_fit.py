@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from sgtui.core.errors import UserError
 from sgtui.core.fit import fit
 from sgtui.core.fit_defaults import prefill_graph_enabled, prefill_graph_sizes, version_family
-from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config
+from sgtui.core.sglang.flags import LaunchSpec
 from tests.cases import A6000, DEEPSEEK_V3, EXAMPLE_A, GPT_OSS_20B, H100, LLAMA, MEASURED_A, QWEN35
 
 CONTRACT_KEYS = {

@@ -12,9 +12,9 @@ import pytest
 
 from sgtui.core.fit import fit
 from sgtui.core.fit_report import BudgetLine, FitReport
-from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts
+from sgtui.core.sglang.flags import LaunchSpec
 from tests.cases import A6000, EXAMPLE_A, H100, LLAMA, MEASURED_A, QWEN35
 
 RTX_PRO_6000 = parse_gpu("RTX-PRO-6000")

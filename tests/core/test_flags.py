@@ -1,4 +1,4 @@
-"""SGLang flags: argv and config parsing, per-version names, errors that say what to do."""
+"""SGLang flags: argv and config parsing, exact per-release names, errors that say what to do."""
 
 from __future__ import annotations
 
@@ -12,21 +12,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sgtui.core.errors import UserError
-from sgtui.core.flags import (
+from sgtui.core.sglang.flag_messages import replacements
+from sgtui.core.sglang.flags import (
     FLAGS,
     GROUPS,
     JSON_TEXT_FLAGS,
+    RELEASES,
     RENAMES,
-    VERSIONS,
     FlagError,
     LaunchSpec,
     from_config_mapping,
     parse_argv,
     spec_from_values,
     speculative_base,
+    table_for,
     to_argv,
     to_config_mapping,
-    version_family,
 )
 from tests.cases import QWEN_2XA6000
 
@@ -40,11 +41,12 @@ def error_of(argv: list[str], version: str | None = None) -> FlagError:
 # --- the table ---
 
 
-def test_table_covers_every_version_with_types_groups_and_choices() -> None:
+def test_table_covers_every_release_with_types_groups_and_choices() -> None:
     assert len(FLAGS) > 500
+    assert RELEASES[0] == "0.4.0" and "0.5.10.post1" in RELEASES and "0.5.23" in RELEASES
     for flag in FLAGS.values():
         assert flag.group in GROUPS
-        assert flag.versions and set(flag.versions) <= set(VERSIONS)
+        assert flag.releases and set(flag.releases) <= set(RELEASES)
         assert flag.kind in {"str", "int", "float", "human_int", "json", "bool", "bool_optional"}
     assert FLAGS["--mem-fraction-static"].kind == "float"
     assert FLAGS["--mem-fraction-static"].group == "memory"
@@ -52,8 +54,8 @@ def test_table_covers_every_version_with_types_groups_and_choices() -> None:
     assert FLAGS["--speculative-num-steps"].group == "speculative decoding"
     assert FLAGS["--mamba-scheduler-strategy"].group == "hybrid/Mamba"
     assert FLAGS["--enable-hierarchical-cache"].is_store_true
-    assert FLAGS["--cuda-graph-bs"].info("0.5.9").nargs == "+"
-    assert FLAGS["--mamba-radix-cache-strategy"].info("0.5.23").choices == (
+    assert table_for("0.5.9").info("--cuda-graph-bs").nargs == "+"
+    assert table_for("0.5.23").info("--mamba-radix-cache-strategy").choices == (
         "auto",
         "no_buffer",
         "extra_buffer",
@@ -61,13 +63,14 @@ def test_table_covers_every_version_with_types_groups_and_choices() -> None:
     )
 
 
-def test_table_records_which_versions_know_renamed_flags() -> None:
-    assert FLAGS["--mamba-scheduler-strategy"].versions == ("0.5.9", "0.5.11")
-    assert FLAGS["--mamba-radix-cache-strategy"].versions == ("0.5.23",)
-    assert FLAGS["--cuda-graph-max-bs-decode"].versions == ("0.5.23",)
-    assert set(FLAGS["--cuda-graph-backend-decode"].info("0.5.23").choices or ()) >= {"disabled"}
-    assert FLAGS["--disable-cuda-graph"].info("0.5.23").deprecated
-    assert not FLAGS["--disable-cuda-graph"].info("0.5.11").deprecated
+def test_table_records_the_release_ranges_of_renamed_flags() -> None:
+    assert FLAGS["--mamba-scheduler-strategy"].ranges == (("0.5.7", "0.5.19"),)
+    assert FLAGS["--mamba-radix-cache-strategy"].ranges == (("0.5.14", "0.5.23"),)
+    assert FLAGS["--cuda-graph-max-bs-decode"].ranges == (("0.5.14", "0.5.23"),)
+    assert FLAGS["--attn-dp-size"].ranges == (("0.5.22", "0.5.23"),)
+    assert set(table_for("0.5.23").info("--cuda-graph-backend-decode").choices or ()) >= {"disabled"}
+    assert table_for("0.5.23").info("--disable-cuda-graph").deprecated
+    assert not table_for("0.5.11").info("--disable-cuda-graph").deprecated
 
 
 def test_argparse_aliases_are_option_strings_of_one_flag() -> None:
@@ -151,7 +154,7 @@ def test_unique_prefix_resolves_with_a_note_that_the_full_name_is_safer() -> Non
 
 def test_ambiguous_prefix_names_the_candidates() -> None:
     err = error_of(["--pp", "2"], "0.5.11")
-    assert "--pp is ambiguous" in str(err)
+    assert "--pp is ambiguous in SGLang 0.5.11" in str(err)
     assert "--pp-size" in err.suggestions and "--pp-max-micro-batch-size" in err.suggestions
     assert err.flag == "--pp"
 
@@ -220,17 +223,20 @@ def test_human_readable_context_length_from_0_5_11_on() -> None:
 # --- versions ---
 
 
-def test_new_mamba_name_on_an_old_version_says_what_that_version_calls_it() -> None:
+def test_new_mamba_name_on_an_old_release_names_the_release_that_added_it_and_the_old_name() -> None:
     err = error_of(["--mamba-radix-cache-strategy", "extra_buffer"], "0.5.11")
     assert str(err) == (
-        "--mamba-radix-cache-strategy is the 0.5.23 name; SGLang 0.5.11 calls it --mamba-scheduler-strategy"
+        "SGLang 0.5.11 has no --mamba-radix-cache-strategy (added in 0.5.14); use --mamba-scheduler-strategy"
     )
     assert err.suggestions == ["--mamba-scheduler-strategy"]
 
 
-def test_old_mamba_name_on_0_5_23_says_it_was_renamed() -> None:
+def test_old_mamba_name_on_0_5_23_names_the_release_that_removed_it() -> None:
     err = error_of(["--mamba-scheduler-strategy", "extra_buffer"], "0.5.23")
-    assert "SGLang 0.5.23 calls it --mamba-radix-cache-strategy" in str(err)
+    assert str(err) == (
+        "SGLang 0.5.23 has no --mamba-scheduler-strategy (removed in 0.5.20); "
+        "use --mamba-radix-cache-strategy"
+    )
 
 
 def test_both_mamba_names_fill_the_same_spec_field() -> None:
@@ -239,9 +245,9 @@ def test_both_mamba_names_fill_the_same_spec_field() -> None:
     assert (old.mamba_strategy, new.mamba_strategy) == ("extra_buffer", "extra_buffer_lazy")
 
 
-def test_cuda_graph_renames_in_0_5_23() -> None:
-    assert "SGLang 0.5.23 calls it --cuda-graph-max-bs-decode" in str(
-        error_of(["--cuda-graph-max-bs", "8"], "0.5.23")
+def test_cuda_graph_renames() -> None:
+    assert str(error_of(["--cuda-graph-max-bs", "8"], "0.5.23")) == (
+        "SGLang 0.5.23 has no --cuda-graph-max-bs (removed in 0.5.20); use --cuda-graph-max-bs-decode"
     )
     assert parse_argv(["--cuda-graph-max-bs-decode", "16"], "0.5.23").spec.cuda_graph_max_bs == 16
     assert parse_argv(["--cuda-graph-max-bs", "16"], "0.5.9").spec.cuda_graph_max_bs == 16
@@ -253,42 +259,60 @@ def test_deprecated_disable_cuda_graph_still_works_in_0_5_23_with_a_note() -> No
     parsed = parse_argv(["--disable-cuda-graph"], "0.5.23")
     assert parsed.spec.disable_cuda_graph
     assert parsed.notes == [
-        "--disable-cuda-graph is deprecated in SGLang 0.5.23; "
+        "--disable-cuda-graph is deprecated in SGLang 0.5.23 (it still works); "
         "use --cuda-graph-backend-{decode,prefill}=disabled instead"
     ]
     assert parse_argv(["--disable-cuda-graph"], "0.5.9").notes == []
 
 
-def test_a_flag_only_newer_versions_know_is_rejected_for_an_old_version() -> None:
+def test_a_flag_only_newer_releases_have_is_rejected_naming_the_release_that_added_it() -> None:
     err = error_of(["--attn-dp-size", "2"], "0.5.9")
-    assert str(err) == "--attn-dp-size is not a flag of SGLang 0.5.9; only SGLang 0.5.23 knows it"
+    assert str(err) == "SGLang 0.5.9 has no --attn-dp-size (added in 0.5.22); use --enable-dp-attention"
 
 
 def test_no_version_accepts_the_union() -> None:
     parsed = parse_argv(["--mamba-scheduler-strategy", "no_buffer", "--attn-dp-size", "2"])
     assert parsed.spec.mamba_strategy == "no_buffer"
     assert parsed.spec.attn_dp_size == 2 and parsed.spec.enable_dp_attention
+    assert parsed.notes == []
 
 
 @pytest.mark.parametrize(
-    ("given", "family"),
+    ("given", "release", "source"),
     [
-        ("0.5.9", "0.5.9"),
-        ("0.5.10.post1", "0.5.9"),
-        ("v0.5.11rc1", "0.5.11"),
-        ("0.5.22", "0.5.23"),
-        ("0.6.1", "0.5.23"),
-        ("0.4.9", "0.5.9"),
-        (None, None),
+        ("0.5.9", "0.5.9", "shipped"),
+        ("0.5.10", "0.5.10", "shipped"),
+        ("0.5.10.post1", "0.5.10.post1", "shipped"),
+        ("v0.4.3.post2", "0.4.3.post2", "shipped"),
+        ("0.5.11rc1", "0.5.10.post1", "nearest"),
+        ("0.5.12.post2", "0.5.12.post1", "nearest"),
+        ("0.5.24.dev3+gabc", "0.5.23", "nearest"),
+        ("0.6.1", "0.5.23", "nearest"),
+        ("0.3.6", "0.4.0", "nearest"),
+        ("0.0.0.dev0", "0.5.23", "nearest"),
     ],
 )
-def test_version_strings_map_to_the_nearest_family(given: str | None, family: str | None) -> None:
-    assert version_family(given) == family
+def test_an_exact_release_gets_its_own_table_anything_else_the_nearest_older(
+    given: str, release: str, source: str
+) -> None:
+    table = table_for(given)
+    assert (table.release, table.source, table.version) == (release, source, given)
+    assert (table.note is None) == (source == "shipped")
+    if source == "nearest":
+        assert f"SGLang {given}" in (table.note or "") and f"using the {release} flags" in (table.note or "")
+        assert table.label == f"nearest older {release} (offline)"
+    else:
+        assert table.label == f"shipped {release}"
+
+
+def test_a_message_names_the_exact_version_not_the_table_it_borrowed() -> None:
+    err = error_of(["--attn-dp-size", "2"], "0.5.21rc0")
+    assert str(err).startswith("SGLang 0.5.21rc0 has no --attn-dp-size (added in 0.5.22)")
 
 
 def test_a_version_that_is_not_a_number_is_a_user_error() -> None:
     with pytest.raises(UserError, match="'latest' is not a version number"):
-        version_family("latest")
+        table_for("latest")
 
 
 def test_repeated_flag_keeps_the_last_value_with_a_note() -> None:
@@ -309,7 +333,9 @@ def test_spec_from_values_accepts_dashed_or_underscored_keys_and_types_them() ->
 def test_spec_from_values_checks_values_and_versions() -> None:
     with pytest.raises(FlagError, match="is not a number between 0 and 1"):
         spec_from_values({"--mem-fraction-static": 3})
-    with pytest.raises(FlagError, match=r"SGLang 0\.5\.23 calls it --mamba-radix-cache-strategy"):
+    with pytest.raises(
+        FlagError, match=r"SGLang 0\.5\.23 has no --mamba-scheduler-strategy .*; use --mamba-rad"
+    ):
         spec_from_values({"--mamba-scheduler-strategy": "auto"}, "0.5.23")
 
 
@@ -398,7 +424,7 @@ def test_parse_argv_of_to_argv_round_trips(data: st.DataObject) -> None:
 
 
 def _sample_value(name: str, version: str) -> object:
-    info = FLAGS[name].info(version)
+    info = table_for(version).info(name)
     if info.kind == "bool":
         return True
     if info.kind == "bool_optional":
@@ -416,10 +442,12 @@ def _sample_value(name: str, version: str) -> object:
     return [value, value] if info.nargs in ("+", "*") else value
 
 
-def test_every_flag_of_every_version_round_trips_through_argv_and_config() -> None:
+def test_every_definition_of_every_flag_round_trips_through_argv_and_config() -> None:
+    """Each span (a stretch of releases with one definition) is checked at its first release."""
     for name, flag in FLAGS.items():
-        for version in flag.versions:
-            if flag.info(version).removed_message:
+        for span in flag.spans:
+            version = RELEASES[span.first]
+            if span.definition.removed_message:
                 continue
             values = {name: _sample_value(name, version)}
             argv = to_argv(values, version)
@@ -448,9 +476,13 @@ def test_double_dash_alone_is_explained() -> None:
     assert "takes no positional arguments" in str(error_of(["--", "x"]))
 
 
-def test_renames_pair_flags_that_no_version_knows_both_of() -> None:
+def test_replacements_come_from_sglang_deprecations() -> None:
+    pairs = {(r.old, r.new): r for r in replacements()}
+    assert pairs[("--enable-dp-attention", "--attn-dp-size")].use == "--attn-dp-size <dp-size>"
+    assert ("--mamba-scheduler-strategy", "--mamba-radix-cache-strategy") in pairs
+    assert not pairs[("--disable-piecewise-cuda-graph", "--cuda-graph-backend-prefill")].reversible
     for rename in RENAMES:
-        assert not set(FLAGS[rename.old].versions) & set(FLAGS[rename.new].versions), rename
+        assert rename.old in FLAGS and rename.new in FLAGS, rename
 
 
 def _load_extractor() -> object:
@@ -462,43 +494,50 @@ def _load_extractor() -> object:
     return module
 
 
-def test_extractor_merges_versions_by_shared_option_strings() -> None:
+def test_extractor_folds_releases_with_one_definition_into_spans() -> None:
     extractor: Any = _load_extractor()
 
     def row(options: list[str], dest: str, **extra: object) -> dict[str, object]:
         base = {"options": options, "dest": dest, "kind": "int", "nargs": None, "choices": None, "default": 1}
         return {**base, "help": "", **extra}
 
-    table = extractor.merge(
+    tp_old = row(["--tensor-parallel-size", "--tp-size"], "tensor_parallel_size")
+    tp_new = row(["--tp-size", "--tensor-parallel-size"], "tp_size")
+    mamba = row(["--mamba-scheduler-strategy"], "mamba_scheduler_strategy", kind="str")
+    table, helps = extractor.merge(
         {
-            "0.5.9": [
-                row(["--tensor-parallel-size", "--tp-size"], "tensor_parallel_size"),
-                row(["--mamba-scheduler-strategy"], "mamba_scheduler_strategy", kind="str"),
-            ],
+            "0.5.9": [tp_old, mamba],
+            "0.5.10": [tp_old, mamba],
+            "0.5.11": [tp_new],
             "0.5.23": [
-                row(["--tp-size", "--tensor-parallel-size"], "tp_size"),
-                row(["--mamba-radix-cache-strategy"], "mamba_radix_cache_strategy", kind="str"),
-                row(
-                    ["--disable-cuda-graph"],
-                    "disable_cuda_graph",
-                    kind="bool",
-                    deprecated=True,
-                    new_flag="--x",
-                ),
+                tp_new,
+                {**mamba, "help": "back"},
+                row(["--disable-cuda-graph"], "d", kind="bool", deprecated=True, new_flag="--x"),
             ],
         }
     )
     flags = table["flags"]
-    assert set(flags) == {
-        "--tp-size",
-        "--mamba-scheduler-strategy",
-        "--mamba-radix-cache-strategy",
-        "--disable-cuda-graph",
-    }
-    assert set(flags["--tp-size"]["versions"]) == {"0.5.9", "0.5.23"}
+    assert table["releases"] == ["0.5.9", "0.5.10", "0.5.11", "0.5.23"]
+    assert flags["--tp-size"]["spans"] == [
+        [
+            "0.5.9",
+            "0.5.10",
+            {"options": ["--tensor-parallel-size", "--tp-size"], "kind": "int", "default": 1},
+        ],
+        [
+            "0.5.11",
+            "0.5.23",
+            {"options": ["--tp-size", "--tensor-parallel-size"], "kind": "int", "default": 1},
+        ],
+    ]
     assert flags["--tp-size"]["group"] == "parallelism"
-    assert flags["--mamba-radix-cache-strategy"]["group"] == "hybrid/Mamba"
-    assert flags["--disable-cuda-graph"]["versions"]["0.5.23"]["new_flag"] == "--x"
+    # a gap (0.5.11 lacks it) splits the span even though the definition is the same
+    assert [s[:2] for s in flags["--mamba-scheduler-strategy"]["spans"]] == [
+        ["0.5.9", "0.5.10"],
+        ["0.5.23", "0.5.23"],
+    ]
+    assert flags["--disable-cuda-graph"]["spans"][0][2]["new_flag"] == "--x"
+    assert helps["--mamba-scheduler-strategy"] == "back"
 
 
 @pytest.mark.parametrize(

@@ -130,7 +130,9 @@ sglang_version: "0.5.11"
     by_flag = {p.flag: p.message for p in problems}
     assert by_flag["--mem-fraction-static"] == "'abc' is not a number between 0 and 1"
     assert "did you mean --mem-fraction-static" in by_flag["--mem-fracton-static"]
-    assert "SGLang 0.5.11 calls it --mamba-scheduler-strategy" in by_flag["--mamba-radix-cache-strategy"]
+    assert by_flag["--mamba-radix-cache-strategy"] == (
+        "SGLang 0.5.11 has no --mamba-radix-cache-strategy (added in 0.5.14); use --mamba-scheduler-strategy"
+    )
     assert "not an absolute path" in by_flag["python"]
 
 

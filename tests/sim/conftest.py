@@ -144,9 +144,9 @@ def start_time(pid: int) -> int | None:
 def fit_weights_gib(args: list[str], version: str, gpu_mib: int = 49140, gpus: int = 2) -> float:
     """What sgtui's fit engine says the weights take per GPU: the figure the stand-in must print."""
     from sgtui.core.fit import fit
-    from sgtui.core.flags import parse_argv
     from sgtui.core.gpus import GpuSpec
     from sgtui.core.model import load_model_facts
+    from sgtui.core.sglang.flags import parse_argv
     from sgtui.sim.plan import model_folder
 
     spec = parse_argv(args, version).spec

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Checkbox, Input, Label, Static
 
-from sgtui.core.flags import GROUPS
+from sgtui.core.sglang.flags import GROUPS
 
 
 @dataclass(frozen=True)
