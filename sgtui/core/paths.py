@@ -30,3 +30,13 @@ def state_dir() -> Path:
 
 def profiles_dir() -> Path:
     return config_dir() / "profiles"
+
+
+def cache_dir() -> Path:
+    """Things sgtui can rebuild (flag tables read from targets); under the config dir when overridden."""
+    override = os.environ.get(ENV_VAR)
+    if override:
+        return Path(override).expanduser() / "cache"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("sgtui", appauthor=False))

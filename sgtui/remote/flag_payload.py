@@ -159,6 +159,7 @@ def install_stubs(root=None):
             pass
 
     sys.meta_path.insert(0, Finder())
+    _Stub.missing_real = real_available  # top-level name -> found, for the error when the parser is empty
     return _Stub
 
 
@@ -238,7 +239,12 @@ def read_table(root=None):
             version = getattr(sys.modules.get("sglang"), "__version__", None)
             version = version if isinstance(version, str) else None
     python = ".".join(str(part) for part in sys.version_info[:3])
-    return {"version": version, "python": python, "rows": rows_of(parser, stub)}
+    rows = rows_of(parser, stub)
+    if not rows:
+        missing = sorted(name for name, found in stub.missing_real.items() if not found)
+        why = f" (not installed for this interpreter: {', '.join(missing)})" if missing else ""
+        raise RuntimeError("SGLang's parser came out empty" + why)
+    return {"version": version, "python": python, "rows": rows}
 
 
 def main():

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import sgtui
+from sgtui.sim.flagtable import install_parser
 from sgtui.sim.pct import HOST_VIEW
 from sgtui.sim.plan import MODELS_DIR
 from sgtui.sim.scenarios import Scenario, SimContainer, SimVenv
@@ -131,6 +132,7 @@ def install_venv(root: Path, venv: SimVenv, state_dir: Path) -> None:
         'if __name__ == "__main__":\n'
         f"    raise SystemExit(main(sys.argv[1:], {str(state_dir)!r}))\n"
     )
+    install_parser(pkg, venv.version)
     dist = site / f"sglang-{venv.version}.dist-info"
     dist.mkdir(exist_ok=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {venv.version}\n")

@@ -156,8 +156,9 @@ class StandIn:
         self.record([os.getpid()])
         try:
             from sgtui.core.sglang.flags import parse_argv
+            from sgtui.sim.flagtable import sim_table
 
-            parsed = parse_argv(self.argv, self.version)
+            parsed = parse_argv(self.argv, sim_table(self.version))  # the sim's own parser, as SGLang
         except UserError as exc:
             self.log.raw("usage: launch_server.py [-h] --model-path MODEL_PATH [options]")
             self.log.raw(f"launch_server.py: error: {exc}")
@@ -180,6 +181,8 @@ class StandIn:
         for note in server_arg_notes(spec, facts, self.version):
             self.log.line(note)
         self.log.line(logfmt.server_args_line(parsed.values, self.version))
+        if note := parsed.values.get("--sim-log-note"):
+            self.log.line(f"sim note: {note}")
         if (err := radix_conflict(spec, facts, self.version)) is not None:
             self.fail_main(err)
             return 1
