@@ -43,6 +43,7 @@ _SHORT_HELP = {
     "explain": "read an SGLang log: startup timeline, the error and its root cause",
     "launch": "launch a profile headless; --watch follows it to ready or failure",
     "sim-host": "run the simulated GPU host as a standalone SSH server on 127.0.0.1",
+    "flags": "list an SGLang release's launch flags, or what changed between two (--diff A B)",
 }
 
 
