@@ -22,6 +22,7 @@ from sgtui.core.bounded import BoundedInputError, short_repr
 from sgtui.core.errors import UserError
 from sgtui.core.sglang.flags import (
     FlagError,
+    FlagTable,
     LaunchSpec,
     canonical_name,
     from_config_mapping,
@@ -60,15 +61,17 @@ class Profile:
     gpus: list[int] | None = None
     sglang_version: str | None = None
     source: Path | None = None
+    # the target's own flag table once read (not saved); None: the shipped one for sglang_version
+    flags: FlagTable | None = field(default=None, compare=False, repr=False)
 
     @property
     def spec(self) -> LaunchSpec:
-        return spec_from_values(self.sglang, self.sglang_version)
+        return spec_from_values(self.sglang, self.flags or self.sglang_version)
 
     @property
     def argv(self) -> list[str]:
         """The `sglang.launch_server` arguments (after `python -m sglang.launch_server`)."""
-        return to_argv(self.sglang, self.sglang_version)
+        return to_argv(self.sglang, self.flags or self.sglang_version)
 
 
 @dataclass(frozen=True)
@@ -461,7 +464,7 @@ def dump_profile(profile: Profile) -> str:
         doc["env"] = dict(profile.env)
     if profile.gpus is not None:
         doc["gpus"] = list(profile.gpus)
-    doc["sglang"] = to_config_mapping(profile.sglang, profile.sglang_version)
+    doc["sglang"] = to_config_mapping(profile.sglang, profile.flags or profile.sglang_version)
     return yaml.dump(doc, Dumper=_ProfileDumper, sort_keys=False, allow_unicode=True, width=110)
 
 

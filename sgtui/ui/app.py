@@ -23,7 +23,7 @@ from textual.worker import Worker, WorkerState
 from sgtui.ui import messages as m
 from sgtui.ui import profile_ops
 from sgtui.ui.backend import Backend
-from sgtui.ui.catalogue import flag_catalogue, parse_flag_text
+from sgtui.ui.catalogue import flag_catalogue, flag_table_label, parse_flag_text
 from sgtui.ui.commands_provider import SgtuiCommands
 from sgtui.ui.fitting import FitInputs, compute_fit, hints_from_report
 from sgtui.ui.gpu_history import GpuHistory
@@ -134,7 +134,8 @@ class SgtuiApp(App[None]):
         self.fit_function = fit_function
         self.theme = theme or pick_theme(self.available_themes)
         self.version: str | None = profile_ops.declared_version(profile)
-        self.catalogue: dict[str, FlagInfo] = flag_catalogue(self.version)
+        self.flag_table: Any = None  # the target's own table once read (FlagTable); else the shipped one
+        self.catalogue: dict[str, FlagInfo] = flag_catalogue(self.flags)
         self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(profile), version=self.version)
         self.fit_report: dict[str, Any] | None = None
         self._fit_generation = 0
@@ -180,7 +181,7 @@ class SgtuiApp(App[None]):
         return LaunchForm(
             self.catalogue,
             profile_ops.values(self.profile),
-            parser=lambda info, text: parse_flag_text(info, text, self.version),
+            parser=lambda info, text: parse_flag_text(info, text, self.flags),
             id="form",
         )
 
@@ -230,6 +231,8 @@ class SgtuiApp(App[None]):
         state = self.host_states.get(host, "idle")
         parts = [f"{host} › {profile_ops.target_label(self.profile)}", state]
         parts.append(f"SGLang {self.version}" if self.version else "SGLang ?")
+        flags = f" · flags {flag_table_label(self.flags)}" if self.version else ""
+        self.sub_title = profile_ops.name(self.profile) + flags  # the header says which flag table is used
         if self.current is not None:
             shown = self.phase if self.run_state == "starting" and self.phase else self.run_state
             parts.append(f"run {self.current.run_id} {shown or self.current.state}")
@@ -372,17 +375,35 @@ class SgtuiApp(App[None]):
             return
         if message.version != self.version:
             self.version = message.version
+            self.flag_table = None
             self._rebuild_form()
         self.fit_inputs = dataclasses.replace(self.fit_inputs, version=message.version)
         self._draw_status()
         self._schedule_fit()
+
+    @property
+    def flags(self) -> Any:
+        """What the form, validation and the launch argv use: the target's table, else the version."""
+        return self.flag_table or self.version
+
+    @while_running
+    def on_flag_table_read(self, message: m.FlagTableRead) -> None:
+        if message.host != profile_ops.host(self.profile) or message.table is None:
+            return
+        if message.problem:
+            self.notify(message.problem, severity="warning", timeout=10)
+        if message.table.source == "target" and message.table.version == self.version:
+            self.flag_table = message.table
+            self.profile = profile_ops.with_flag_table(self.profile, message.table)
+            self._rebuild_form()
+        self._draw_status()
 
     async def _rebuild_form_async(self, keep_edits: bool = True) -> None:
         """A new form for the current version; `keep_edits` carries the typed values over (a version
         change), otherwise the profile's own values show (a profile was opened)."""
         if keep_edits:
             self.profile = profile_ops.with_values(self.profile, self.form.values())
-        self.catalogue = flag_catalogue(self.version)
+        self.catalogue = flag_catalogue(self.flags)
         old = self.form
         await old.remove()
         await self.main.query_one("#flags-row", Horizontal).mount(self._new_form(), before="#fit-scroll")
@@ -548,6 +569,8 @@ class SgtuiApp(App[None]):
         self._fit_timer = self.set_timer(FIT_DEBOUNCE_S, self._start_fit)
 
     def _start_fit(self) -> None:
+        if not self.screen_stack:  # the debounce timer fired while the app was closing
+            return
         self._fit_generation += 1
         values = self.form.values()
         inputs = self.fit_inputs
@@ -570,6 +593,7 @@ class SgtuiApp(App[None]):
             model_error="",
         )
         self.version = None
+        self.flag_table = None
         self.notify(f"target: {pick.host} › {pick.container.label}", timeout=4)
         if self.host_states.get(pick.host) == "connected":
             self.controller.detect_version(pick.host, pick.container, profile_ops.python(self.profile))
@@ -633,7 +657,7 @@ class SgtuiApp(App[None]):
         from sgtui.core.sglang.flags import FlagError, spec_from_values
 
         try:
-            spec_from_values(self.form.values(), version=self.version)
+            spec_from_values(self.form.values(), version=self.flags)
         except FlagError as exc:
             if exc.flag:
                 self.form.set_field_error(exc.flag, str(exc))
@@ -652,7 +676,8 @@ class SgtuiApp(App[None]):
             )
             self.action_tab("flags")
             return None
-        self.profile = profile_ops.with_values(self.profile, self.form.values())
+        edited = profile_ops.with_values(self.profile, self.form.values())
+        self.profile = profile_ops.with_flag_table(edited, self.flag_table)
         return self.profile
 
     def _prediction(self) -> dict[str, Any] | None:
@@ -789,12 +814,14 @@ class SgtuiApp(App[None]):
     async def _profile_choice(self, choice: ProfileChoice) -> None:
         from sgtui.core.errors import UserError
 
-        self.profile = profile_ops.with_values(self.profile, self.form.values())
+        edited = profile_ops.with_values(self.profile, self.form.values())
+        self.profile = profile_ops.with_flag_table(edited, self.flag_table)
         try:
             if choice.action == "open" and choice.path is not None:
                 self.profile = profile_ops.load(choice.path)
                 self.profile_path = choice.path
                 self.version = profile_ops.declared_version(self.profile)
+                self.flag_table = None
                 self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(self.profile), version=self.version)
                 await self._rebuild_form_async(keep_edits=False)
                 host = profile_ops.host(self.profile)

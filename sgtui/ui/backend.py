@@ -26,6 +26,12 @@ class Backend(Protocol):
 
     async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None: ...
 
+    async def flag_table(
+        self, host: str, target: ContainerView | None, python: str, version: str
+    ) -> tuple[Any, str | None]:
+        """(FlagTable, problem): the target's own flag table, or the shipped one and a one-line reason."""
+        ...
+
     async def model_config(
         self, host: str, target: ContainerView | None, model_path: str
     ) -> dict[str, Any] | None:

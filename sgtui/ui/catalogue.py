@@ -42,3 +42,9 @@ def parse_flag_text(info: FlagInfo, text: str, version: FlagTable | str | None) 
     except UserError as exc:
         message = str(exc)
         raise ValueError(message.removeprefix(f"{info.name}: ")) from None
+
+
+def flag_table_label(version: FlagTable | str | None) -> str:
+    """Which table is in use, for the status line: "shipped 0.5.14", "from the target (0.5.24.dev3)",
+    "nearest older 0.5.23 (offline)"."""
+    return resolve(version).label

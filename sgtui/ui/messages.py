@@ -32,6 +32,16 @@ class ContainersFound(Message):
         self.error = error
 
 
+class FlagTableRead(Message):
+    """The flag table for the target's SGLang (its own, or the shipped fallback with `problem`)."""
+
+    def __init__(self, host: str, table: Any, problem: str | None) -> None:
+        super().__init__()
+        self.host = host
+        self.table = table
+        self.problem = problem
+
+
 class VersionDetected(Message):
     def __init__(self, host: str, target: str, version: str | None, detail: str = "") -> None:
         super().__init__()

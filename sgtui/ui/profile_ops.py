@@ -62,6 +62,13 @@ def with_values(profile: Any, new_values: dict[str, Any]) -> Any:
     return dataclasses.replace(profile, sglang=dict(new_values))
 
 
+def with_flag_table(profile: Any, table: Any) -> Any:
+    """The profile writing its flags (argv, saved YAML) through the target's own table."""
+    if dataclasses.is_dataclass(profile) and any(f.name == "flags" for f in dataclasses.fields(profile)):
+        return dataclasses.replace(profile, flags=table)
+    return profile
+
+
 def with_target(profile: Any, host_name: str, pick: ContainerView) -> Any:
     target = getattr(profile, "target", None)
     if isinstance(target, dict) or target is None:

@@ -246,6 +246,14 @@ class RemoteBackend:
     async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None:
         return await sglang_version(self._conn(host), to_target(target), python)
 
+    async def flag_table(
+        self, host: str, target: ContainerView | None, python: str, version: str
+    ) -> tuple[Any, str | None]:
+        from sgtui.remote.flag_probe import read_flag_table
+
+        result = await read_flag_table(self._conn(host), to_target(target), python, version)
+        return result.table, result.problem
+
     async def model_config(
         self, host: str, target: ContainerView | None, model_path: str
     ) -> dict[str, Any] | None:

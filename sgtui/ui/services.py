@@ -76,6 +76,12 @@ class Controller:
             self.post(m.VersionDetected(host, label, None, str(exc)))
             return
         self.post(m.VersionDetected(host, label, version))
+        if version is not None:
+            try:
+                table, problem = await self.backend.flag_table(host, target, python, version)
+            except Exception as exc:  # the backend already falls back; this is a bug guard, shown as one line
+                table, problem = None, f"could not read the target's flag table: {exc}"
+            self.post(m.FlagTableRead(host, table, problem))
 
     async def _gpus(self, host: str) -> None:
         """Samples until the app exits; a lost connection pauses it and it resumes on its own."""

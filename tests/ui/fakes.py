@@ -61,6 +61,8 @@ class FakeBackend:
     stopped: list[str] = field(default_factory=list)
     gpu_wait_lines: list[str] = field(default_factory=lambda: ["GPU0 still holds 31.2 GiB (pid 4242)"])
     hold_tail: bool = False
+    target_flag_rows: list[dict[str, Any]] | None = None  # the target's own table; None: the shipped one
+    flag_table_problem: str | None = None
     password_prompt: Any = None
     key_answers: list[tuple[str, bool]] = field(default_factory=list)
     closed: bool = False
@@ -92,6 +94,17 @@ class FakeBackend:
 
     async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None:
         return self.version
+
+    async def flag_table(
+        self, host: str, target: ContainerView | None, python: str, version: str
+    ) -> tuple[Any, str | None]:
+        from sgtui.core.sglang.flags import table_for
+
+        if self.target_flag_rows is not None:
+            from sgtui.core.sglang.flags import table_from_rows
+
+            return table_from_rows(self.target_flag_rows, version), None
+        return table_for(version), self.flag_table_problem
 
     async def model_config(
         self, host: str, target: ContainerView | None, model_path: str
