@@ -32,12 +32,21 @@ CASES = {
 HEAVY = ("textual", "asyncssh", "pynvml", "plotext", "textual_plotext", "platformdirs", "yaml", "rich")
 
 
+CPU: dict[str, list[float]] = {}  # the same runs' CPU seconds (user + sys): steadier than wall on a busy box
+
+
 def wall_times(argv: list[str], runs: int) -> list[float]:
+    import resource
+
     times = []
+    cpu = CPU.setdefault(" ".join(argv), [])
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "sgtui", "fit", *argv], capture_output=True, text=True)
         times.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
             raise SystemExit(f"sgtui fit failed: {proc.stderr.strip()}")
     return times
@@ -82,9 +91,11 @@ def main() -> None:
     print(f"python -m sgtui fit --help: median {statistics.median(baseline) * 1000:.0f} ms")
     for name, argv in CASES.items():
         times = wall_times(argv, args.runs)
+        cpu = CPU[" ".join(argv)]
         print(
             f"{name}: median {statistics.median(times) * 1000:.0f} ms, "
-            f"min {min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms ({args.runs} runs)"
+            f"min {min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms ({args.runs} runs); "
+            f"CPU median {statistics.median(cpu) * 1000:.0f} ms, min {min(cpu) * 1000:.0f} ms"
         )
     imports = import_set(CASES["Llama-3.1-8B, H100, defaults"])
     print(f"modules loaded after one fit: {imports['count']}; heavy: {imports['heavy'] or 'none'}")

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sgtui.core.sglang.versions import ReleaseVersion, parse_version
 
@@ -24,9 +24,9 @@ HELP_PATH = Path(__file__).with_name("flag_help.json")
 Source = Literal["shipped", "nearest", "target", "any"]
 
 
-@dataclass(frozen=True)
-class FlagDef:
-    """How one release defines a flag (what argparse holds)."""
+class FlagDef(NamedTuple):
+    """How one release defines a flag (what argparse holds). A NamedTuple: about a thousand are built
+    when the module loads, and a tuple is the cheapest immutable record to build."""
 
     options: tuple[str, ...]
     kind: str = "str"  # str | int | float | human_int | json | bool | bool_optional
@@ -39,21 +39,21 @@ class FlagDef:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> FlagDef:
-        choices = raw.get("choices")
+        get = raw.get
+        choices = get("choices")
         return cls(
-            options=tuple(raw["options"]),
-            kind=raw.get("kind", "str"),
-            nargs=raw.get("nargs"),
-            choices=tuple(choices) if choices else None,
-            default=raw.get("default"),
-            deprecated=bool(raw.get("deprecated")),
-            new_flag=raw.get("new_flag"),
-            removed_message=raw.get("error_message"),
+            tuple(raw["options"]),
+            get("kind", "str"),
+            get("nargs"),
+            tuple(choices) if choices else None,
+            get("default"),
+            bool(get("deprecated")),
+            get("new_flag"),
+            get("error_message"),
         )
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """Releases `first`..`last` (positions in RELEASES, inclusive) define the flag as `definition`."""
 
     first: int
@@ -130,21 +130,23 @@ def _load() -> tuple[tuple[str, ...], dict[str, Flag]]:
     raw = json.loads(TABLE_PATH.read_text())
     releases = tuple(raw["releases"])
     position = {release: i for i, release in enumerate(releases)}
-    defs: dict[str, FlagDef] = {}  # one object per distinct definition text (spans repeat them)
     flags: dict[str, Flag] = {}
     for name, entry in raw["flags"].items():
-        spans = []
-        for first, last, definition in entry["spans"]:
-            key = json.dumps(definition, sort_keys=True)
-            if key not in defs:
-                defs[key] = FlagDef.from_json(definition)
-            spans.append(Span(position[first], position[last], defs[key]))
-        flags[name] = Flag(name, entry["dest"], entry["group"], tuple(spans))
+        spans = tuple(
+            Span(position[first], position[last], FlagDef.from_json(definition))
+            for first, last, definition in entry["spans"]
+        )
+        flags[name] = Flag(name, entry["dest"], entry["group"], spans)
     return releases, flags
 
 
 RELEASES, FLAGS = _load()
-_RELEASE_KEYS = [parse_version(r) for r in RELEASES]
+_POSITION = {release: i for i, release in enumerate(RELEASES)}
+
+
+@cache
+def _release_keys() -> list[ReleaseVersion]:
+    return [parse_version(r) for r in RELEASES]
 
 
 @cache
@@ -218,15 +220,19 @@ class FlagTable:
 
 def release_position(version: ReleaseVersion) -> float:
     """Index in RELEASES of an exact release, else the midpoint after the nearest older one."""
-    i = bisect.bisect_left(_RELEASE_KEYS, version)
-    if i < len(RELEASES) and _RELEASE_KEYS[i] == version:
+    exact = _POSITION.get(str(version))
+    if exact is not None and not version.is_dev:
+        return float(exact)
+    keys = _release_keys()
+    i = bisect.bisect_left(keys, version)
+    if i < len(RELEASES) and keys[i] == version:
         return float(i)
     return i - 0.5
 
 
 @cache
 def shipped_table(release: str) -> FlagTable:
-    position = RELEASES.index(release)
+    position = _POSITION[release]
     defs = {}
     for name, flag in FLAGS.items():
         definition = flag.at(position)
@@ -245,13 +251,13 @@ def _newest_usable(flag: Flag) -> FlagDef:
 def any_table() -> FlagTable:
     """The union: every flag some release has, under its newest definition."""
     defs = {name: _newest_usable(flag) for name, flag in FLAGS.items()}
-    index: dict[str, str] = {}
-    for position in range(len(RELEASES) - 1, -1, -1):  # an option string means what the newest release says
-        for name, flag in FLAGS.items():
-            definition = flag.at(position)
-            if definition is not None:
-                for option in definition.options:
-                    index.setdefault(option, name)
+    newest: dict[str, tuple[int, str]] = {}  # an option string means what the newest release says
+    for name, flag in FLAGS.items():
+        for span in flag.spans:
+            for option in span.definition.options:
+                if option not in newest or newest[option][0] < span.last:
+                    newest[option] = (span.last, name)
+    index = {option: name for option, (_, name) in newest.items()}
     return FlagTable(None, None, "any", defs, FLAGS, index=index)
 
 
