@@ -545,3 +545,93 @@ def test_extractor_folds_releases_with_one_definition_into_spans() -> None:
 )
 def test_nextn_is_run_as_eagle(algorithm: str | None, base: str | None) -> None:
     assert speculative_base(algorithm) == base
+
+
+# --- the cases of issue 8 ---
+
+RENAMED_IN_0_5_14 = [
+    ["--mamba-radix-cache-strategy", "extra_buffer"],
+    ["--cuda-graph-max-bs-decode", "16"],
+    ["--cuda-graph-bs-decode", "1", "2", "4"],
+    ["--cuda-graph-max-bs-prefill", "512"],
+    ["--cuda-graph-bs-prefill", "128", "256"],
+    ["--cuda-graph-backend-decode", "full"],
+    ["--cuda-graph-backend-prefill", "disabled"],
+    ["--disable-prefill-cuda-graph"],
+    ["--disable-decode-cuda-graph"],
+]
+
+
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.15", "0.5.15.post1", "0.5.16", "0.5.17"])
+@pytest.mark.parametrize("argv", RENAMED_IN_0_5_14, ids=lambda a: a[0])
+def test_the_0_5_14_to_0_5_17_names_are_accepted(version: str, argv: list[str]) -> None:
+    assert table_for(version).source == "shipped"
+    parsed = parse_argv(argv, version)
+    assert parsed.notes == []
+    assert argv[0] in parsed.values
+
+
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.16", "0.5.17"])
+@pytest.mark.parametrize(
+    "option", ["--enable-piecewise-cuda-graph", "--hybrid-kvcache-ratio", "--enable-breakable-cuda-graph"]
+)
+def test_flags_removed_or_deprecated_in_0_5_14_say_so_naming_the_exact_release(
+    version: str, option: str
+) -> None:
+    """0.5.14 dropped two outright and kept --enable-breakable-cuda-graph as a deprecated alias."""
+    argv = [option, "0.5"] if option == "--hybrid-kvcache-ratio" else [option]
+    if option == "--enable-breakable-cuda-graph":
+        assert parse_argv(argv, version).notes == [
+            f"--enable-breakable-cuda-graph is deprecated in SGLang {version} (it still works); "
+            "use --cuda-graph-backend-prefill=breakable instead"
+        ]
+        return
+    assert str(error_of(argv, version)).startswith(f"SGLang {version} has no {option} (removed in 0.5.14)")
+
+
+@pytest.mark.parametrize("version", ["0.5.18", "0.5.19", "0.5.20", "0.5.21"])
+def test_attn_dp_size_is_rejected_before_0_5_22(version: str) -> None:
+    err = error_of(["--attn-dp-size", "2"], version)
+    assert str(err) == f"SGLang {version} has no --attn-dp-size (added in 0.5.22); use --enable-dp-attention"
+    assert err.suggestions == ["--enable-dp-attention"]
+    assert parse_argv(["--attn-dp-size", "2"], "0.5.22").spec.attn_dp_size == 2
+
+
+def test_the_deprecated_cuda_graph_aliases_work_until_0_5_20_removes_them() -> None:
+    assert parse_argv(["--cuda-graph-max-bs", "8"], "0.5.19").notes == [
+        "--cuda-graph-max-bs is deprecated in SGLang 0.5.19 (it still works); "
+        "use --cuda-graph-max-bs-decode instead"
+    ]
+    assert str(error_of(["--cuda-graph-max-bs", "8"], "0.5.20")) == (
+        "SGLang 0.5.20 has no --cuda-graph-max-bs (removed in 0.5.20); use --cuda-graph-max-bs-decode"
+    )
+
+
+def test_0_5_10_has_its_own_table() -> None:
+    """Not 0.5.9's (it adds the linear-attention and piecewise switches) and not 0.5.11's."""
+    own, older, newer = table_for("0.5.10"), table_for("0.5.9"), table_for("0.5.11")
+    assert own.release == "0.5.10" and own.source == "shipped"
+    for name in ("--linear-attn-backend", "--disable-piecewise-cuda-graph", "--enforce-piecewise-cuda-graph"):
+        assert own.has(name) and not older.has(name)
+    assert own.info("--enable-piecewise-cuda-graph").deprecated
+    assert not older.info("--enable-piecewise-cuda-graph").deprecated
+    assert own.info("--max-total-tokens").kind == "human_int" != older.info("--max-total-tokens").kind
+    assert set(own.defs) != set(newer.defs)
+    assert str(error_of(["--enable-breakable-cuda-graph"], "0.5.10")) == (
+        "SGLang 0.5.10 has no --enable-breakable-cuda-graph (added in 0.5.11)"
+    )
+
+
+def test_a_target_table_with_a_flag_no_release_has_is_used_as_is() -> None:
+    from sgtui.core.sglang.flags import table_from_rows
+
+    rows = [{"options": list(d.options), "kind": d.kind} for d in table_for("0.5.23").defs.values()]
+    rows.append({"options": ["--new-in-dev"], "dest": "new_in_dev", "kind": "int", "help": "dev only"})
+    table = table_from_rows(rows, "0.5.24.dev3")
+    assert table.label == "from the target (0.5.24.dev3)"
+    assert parse_argv(["--new-in-dev", "3"], table).values == {"--new-in-dev": 3}
+    assert to_argv({"--new-in-dev": 3}, table) == ["--new-in-dev", "3"]
+    assert table.help("--new-in-dev") == "dev only"
+    missing = [r for r in rows if r["options"][0] != "--attn-dp-size"]
+    err = error_of(["--attn-dp-size", "2"], table_from_rows(missing, "0.5.24.dev3"))
+    assert str(err).startswith("SGLang 0.5.24.dev3 has no --attn-dp-size (last in 0.5.23)")
