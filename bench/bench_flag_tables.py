@@ -5,7 +5,9 @@ payload that reads a target's own table. Optionally beside an older checkout (`-
     .venv/bin/python bench/bench_flag_tables.py [--base /tmp/flags-base] [--runs 20] [--wheel-dir DIR]
 
 CPU seconds (user + sys of the child) are reported beside wall time: on a shared box the wall time
-mostly measures the neighbours. `--wheel-dir DIR` holds unpacked releases (DIR/0.5.22/sglang/...).
+mostly measures the neighbours. Children run with bytecode caching on (PYTHONDONTWRITEBYTECODE unset, one
+warm-up run first), as an installed sgtui has it: without .pyc files every run recompiles every module and
+the numbers measure the compiler. `--wheel-dir DIR` holds unpacked releases (DIR/0.5.22/sglang/...).
 """
 
 from __future__ import annotations
@@ -31,10 +33,13 @@ FIT_ARGS = [
 ]
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def child(argv: list[str], cwd: Path) -> tuple[float, float, int]:
     """(wall s, CPU s, max RSS KiB) of one child process (its own rusage, from wait4)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -64,7 +69,7 @@ def table_load_ms(tree: Path, module: str) -> str:
         "print(f'{statistics.median(s) * 1e3:.1f} ms CPU (min {min(s) * 1e3:.1f})')\n"
     )
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True, env=ENV
     ).stdout.strip()
 
 
@@ -82,6 +87,9 @@ def main() -> None:
     for name, (tree, table_module, _) in trees.items():
         print(f"{name}: table load in process: {table_load_ms(tree, table_module)}")
     samples: dict[str, list[tuple[float, float, int]]] = {}
+    for tree, _, flags_module in trees.values():  # warm-up: writes the .pyc files
+        child([sys.executable, "-c", f"import {flags_module}"], tree)
+        child([sys.executable, "-m", "sgtui", *FIT_ARGS], tree)
     for _ in range(args.runs):  # alternate, so both trees see the same neighbours
         samples.setdefault("bare interpreter", []).append(child([sys.executable, "-c", "pass"], REPO))
         for name, (tree, _, flags_module) in trees.items():

@@ -142,8 +142,9 @@ async def _target_table(args: argparse.Namespace) -> tuple[Any, str | None]:
     if args.profile:
         from sgtui.commands.launch import resolve_profile_path
         from sgtui.core.profiles import load_profile
+        from sgtui.remote.flag_probe import cached_table
 
-        profile = load_profile(resolve_profile_path(args.profile))
+        profile = load_profile(resolve_profile_path(args.profile), flag_tables=cached_table)
         host, python, env = args.host or profile.host, args.python or profile.python, dict(profile.env)
         target = Target(profile.target.kind, profile.target.id)
     else:
@@ -152,7 +153,9 @@ async def _target_table(args: argparse.Namespace) -> tuple[Any, str | None]:
                 f"--host {args.host}: also give --python PATH, the interpreter SGLang is installed for"
             )
         host, python, target = args.host, args.python, _target(args.target)
-    conn = ConnectionPool().get(host)
+    from sgtui.commands.launch import ask_password
+
+    conn = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None).get(host)
     try:
         version = await sglang_version(conn, target, python)
         if version is None:

@@ -94,10 +94,13 @@ async def launch(
 ) -> int:
     from sgtui.core.profiles import dump_profile, load_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
+    from sgtui.remote.flag_probe import cached_table
     from sgtui.remote.runs import RunManager
     from sgtui.remote.targets import Target
 
-    profile = load_profile(path)  # ProfileError (a UserError) lists every problem; the CLI exits 2
+    # ProfileError (a UserError) lists every problem; the CLI exits 2. A table read from the target before
+    # (the app, `sgtui flags --profile`) checks the flags, so a dev build's own flags are accepted.
+    profile = load_profile(path, flag_tables=cached_table)
     host_name = host or profile.host
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)

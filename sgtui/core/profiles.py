@@ -11,7 +11,7 @@ import difflib
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,8 +163,17 @@ def _pairs(
     return pairs
 
 
-def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
-    """A Profile from YAML text; ProfileError lists every problem found."""
+# (host, target, python, sglang_version) -> the target's own flag table, when one was read before
+FlagTableLookup = Callable[[str, Any, str, str], "FlagTable | None"]
+
+
+def parse_profile(
+    text: str, path: str | Path = "<profile>", *, flag_tables: FlagTableLookup | None = None
+) -> Profile:
+    """A Profile from YAML text; ProfileError lists every problem found.
+
+    `flag_tables` (e.g. `remote.flag_probe.cached_table`) supplies the target's own flag table, so a flag
+    only that SGLang has (a dev build) is checked against it rather than against the shipped table."""
     file = str(path)
     checker = _Checker(file)
     loader, root = _compose(text, checker)
@@ -217,7 +226,10 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
     target = _check_target(nodes.get("target"), loader, checker)
     env = _check_env(nodes.get("env"), loader, checker)
     gpus = _check_gpus(nodes.get("gpus"), loader, checker)
-    sglang = _check_sglang(nodes.get("sglang"), loader, checker, version)
+    flags = None
+    if flag_tables is not None and host and python and version and not checker.problems:
+        flags = flag_tables(host, target or Target(), python, version)
+    sglang = _check_sglang(nodes.get("sglang"), loader, checker, flags or version)
 
     if gpus is not None and sglang is not None and "gpus" in nodes:
         spec_values = {k: v for k, v in sglang.items() if k in ("--tp-size", "--pp-size")}
@@ -240,6 +252,7 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
         gpus=gpus,
         sglang_version=version,
         source=Path(path) if isinstance(path, Path) or file != "<profile>" else None,
+        flags=flags,
     )
 
 
@@ -376,7 +389,10 @@ def _check_gpus(
 
 
 def _check_sglang(
-    pair: tuple[yaml.Node, yaml.Node] | None, loader: yaml.SafeLoader, checker: _Checker, version: str | None
+    pair: tuple[yaml.Node, yaml.Node] | None,
+    loader: yaml.SafeLoader,
+    checker: _Checker,
+    version: FlagTable | str | None,
 ) -> dict[str, Any] | None:
     if pair is None:
         return None
@@ -428,14 +444,14 @@ def _without_flag_prefix(message: str, flag: str) -> str:
 # --- files ---------------------------------------------------------------------------------------------
 
 
-def load_profile(path: str | Path) -> Profile:
+def load_profile(path: str | Path, *, flag_tables: FlagTableLookup | None = None) -> Profile:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise ProfileError([Problem(str(path), None, None, f"cannot read the profile: {reason}")]) from None
-    profile = parse_profile(text, path)
+    profile = parse_profile(text, path, flag_tables=flag_tables)
     profile.source = path
     return profile
 

@@ -52,7 +52,8 @@ def payload_code() -> str:
     return PAYLOAD_PATH.read_text(encoding="utf-8")
 
 
-def cache_path(host: str, target: Target, python: str, version: str, root: Path | None = None) -> Path:
+def cache_path(host: str, target: Any, python: str, version: str, root: Path | None = None) -> Path:
+    """Where the table of (host, target, interpreter, version) is cached; `target` has kind and id."""
     key = json.dumps([host, target.kind, target.id, python, version])
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
     return (root or cache_dir()) / "flag-tables" / f"{digest}.json"
@@ -117,6 +118,11 @@ def _write_cache(path: Path, version: str, rows: list[dict[str, Any]]) -> None:
     except OSError:
         with contextlib.suppress(OSError, UnboundLocalError):
             os.unlink(tmp)
+
+
+def cached_table(host: str, target: Any, python: str, version: str) -> FlagTable | None:
+    """The target's own table if it was read before (no connection); for `load_profile(flag_tables=)`."""
+    return _read_cache(cache_path(host, target, python, version), version)
 
 
 async def read_flag_table(

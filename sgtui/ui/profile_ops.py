@@ -97,8 +97,9 @@ def find_profiles(extra_dirs: tuple[Path, ...] = ()) -> list[Path]:
 
 def load(path: Path) -> Any:
     from sgtui.core.profiles import load_profile
+    from sgtui.remote.flag_probe import cached_table
 
-    return load_profile(path)
+    return load_profile(path, flag_tables=cached_table)
 
 
 def save(profile: Any, path: Path | None) -> Path:

@@ -7,7 +7,6 @@ Every message names the user's exact version ("SGLang 0.5.18 has no --attn-dp-si
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -113,6 +112,8 @@ def unknown_flag_error(option: str, table: FlagTable) -> FlagError:
             because = f" ({why})" if why else ""
             return FlagError(f"{message}; use {use}{because}", flag=option, suggestions=[other])
         return FlagError(message, flag=option)
+    import difflib  # only for the error path
+
     stem = option.split("=", 1)[0]
     near = difflib.get_close_matches(stem, list(table.index), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(near)}?" if near else "; check `python -m sglang.launch_server --help`"

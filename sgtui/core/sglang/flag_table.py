@@ -61,8 +61,7 @@ class Span(NamedTuple):
     definition: FlagDef
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(NamedTuple):
     """One flag across releases, under its newest canonical dashed name."""
 
     name: str
