@@ -1,6 +1,7 @@
 """Read `sglang.launch_server`'s flag table from SGLang's own parser, with heavy modules stubbed.
 
-Standalone, stdlib only, and never imported by sgtui: it is sent as text to the target's interpreter
+Standalone, stdlib only, Python 3.8+ (it runs on the target's interpreter; tests/remote/test_flag_payload.py
+checks both), and never imported by sgtui: it is sent as text to the target's interpreter
 (`remote/flag_probe.py`) and run by `tools/extract_sglang_flags.py` on unpacked wheels, so the shipped
 tables and a target's own table come from the same code.
 
