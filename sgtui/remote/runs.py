@@ -12,6 +12,7 @@ import asyncio
 import calendar
 import enum
 import json
+import re
 import secrets
 import shlex
 import time
@@ -29,6 +30,7 @@ from sgtui.remote.tail import LogChunk, follow, read_rest
 from sgtui.remote.targets import Target, explain_failure
 
 DEFAULT_RUNS_DIR = "/var/tmp/sgtui-runs"
+_RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 LOG_NAME = "server.log"
 
 
@@ -78,6 +80,7 @@ class RunRecord:
     start: int | None
     boot: str
     started_at: float = field(default_factory=time.time)
+    node_rank: int | None = None  # multi-node: this node's rank; every node's record has the same `id`
 
     @property
     def log_path(self) -> str:
@@ -131,14 +134,20 @@ class RunManager:
         env: Mapping[str, str] | None = None,
         profile_yaml: str | None = None,
         gpus: Sequence[int] = (),
+        *,
+        run_id: str | None = None,
+        node_rank: int | None = None,
     ) -> RunRecord:
-        """Start argv detached into a fresh run directory and log; returns once pid/pgid are known."""
+        """Start argv detached into a fresh run directory and log; returns once pid/pgid are known.
+        A multi-node launch passes the `run_id` all its nodes share and this node's `node_rank`."""
         if not argv or not argv[0].startswith("/"):
             raise shell.ShellError(
                 f"the command must start with an absolute interpreter path, got {argv[0] if argv else ''!r}: "
                 "inside pct the PATH is reset and rc files are not read"
             )
-        run_id = new_run_id()
+        run_id = run_id or new_run_id()
+        if not _RUN_ID.fullmatch(run_id):
+            raise shell.ShellError(f"run id {run_id!r}: use letters, digits, '-', '_' and '.' only")
         run_dir = f"{self.runs_dir}/{run_id}"
         command = {
             "argv": list(argv),
@@ -147,6 +156,8 @@ class RunManager:
             "target": {"kind": self.target.kind, "id": self.target.id},
             "host": self.host,
         }
+        if node_rank is not None:
+            command["node_rank"] = node_rank
         files = {"command.json": json.dumps(command, ensure_ascii=False) + "\n"}
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
@@ -176,6 +187,7 @@ class RunManager:
             pgid=pgid,
             start=start,
             boot=boot,
+            node_rank=node_rank,
         )
 
     def _launch_failure(self, error: str, run_dir: str, argv: Sequence[str], result: Result) -> str:
@@ -373,6 +385,9 @@ def parse_run_listing(text: str, host: str, target: Target) -> list[RunRecord]:
             gpus = list(cmd.get("gpus", []))
             if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus):
                 continue
+            node_rank = cmd.get("node_rank")
+            if node_rank is not None and (isinstance(node_rank, bool) or not isinstance(node_rank, int)):
+                continue
         except (IndexError, KeyError, TypeError, AttributeError, ValueError, shell.ShellError):
             continue
         run_id = run_dir.rsplit("/", 1)[-1]
@@ -390,6 +405,7 @@ def parse_run_listing(text: str, host: str, target: Target) -> list[RunRecord]:
                 start=start,
                 boot=boot,
                 started_at=_started_at(run_id),
+                node_rank=node_rank,
             )
         )
     return sorted(records, key=lambda r: r.id)
