@@ -148,7 +148,8 @@ class RunManager:
         run_id = run_id or new_run_id()
         if not _RUN_ID.fullmatch(run_id):
             raise shell.ShellError(f"run id {run_id!r}: use letters, digits, '-', '_' and '.' only")
-        run_dir = f"{self.runs_dir}/{run_id}"
+        # each node its own directory: nodes may share one home directory over NFS
+        run_dir = f"{self.runs_dir}/{run_id}" + (f".node{node_rank}" if node_rank is not None else "")
         command = {
             "argv": list(argv),
             "env": dict(env or {}),
@@ -158,6 +159,7 @@ class RunManager:
         }
         if node_rank is not None:
             command["node_rank"] = node_rank
+            command["run_id"] = run_id
         files = {"command.json": json.dumps(command, ensure_ascii=False) + "\n"}
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
@@ -388,9 +390,12 @@ def parse_run_listing(text: str, host: str, target: Target) -> list[RunRecord]:
             node_rank = cmd.get("node_rank")
             if node_rank is not None and (isinstance(node_rank, bool) or not isinstance(node_rank, int)):
                 continue
+            shared_id = cmd.get("run_id")
+            if shared_id is not None and (not isinstance(shared_id, str) or not _RUN_ID.fullmatch(shared_id)):
+                continue
         except (IndexError, KeyError, TypeError, AttributeError, ValueError, shell.ShellError):
             continue
-        run_id = run_dir.rsplit("/", 1)[-1]
+        run_id = shared_id or run_dir.rsplit("/", 1)[-1]
         records.append(
             RunRecord(
                 id=run_id,
