@@ -101,7 +101,7 @@ def detach_script(
         + _runs_var(runs_dir)
         + f"ID={shlex.quote(run_id)}\n"
         + 'runs_root || fail no-home "$why"\n'
-        + 'if [ ! -e "$R" ] && [ ! -L "$R" ]; then mkdir -p -- "$R" || fail run-dir; fi\n'
+        + 'if [ ! -d "$R" ] && [ ! -L "$R" ]; then mkdir -p -- "$R" || fail run-dir; fi\n'
         + 'above_ok "$R" || fail unsafe "$why"\n'
         + 'dir_ok "$R" || fail unsafe "$why"\n'
         + f'd=$R/$ID; log="$d"/{shlex.quote(_safe_name(log_name))}\n'
