@@ -51,7 +51,10 @@ class SimFleet:
         speed: float = 1.0,
         base_port: int = 0,
         max_sessions: int | None = None,
+        latency_s: float = 0.0,
     ) -> None:
+        """`latency_s` delays each SSH login on every host by that long: the round trips of a host across
+        a network, for benchmarks (loopback handshakes are pure CPU)."""
         if not 1 <= count <= MAX_HOSTS:
             raise ValueError(f"a simulated fleet has 1 to {MAX_HOSTS} hosts, not {count}")
         self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
@@ -72,6 +75,7 @@ class SimFleet:
                     client_key=key,
                 )
             )
+            self.hosts[-1].server.login_delay = latency_s
 
     def __iter__(self) -> Iterator[SimHost]:
         return iter(self.hosts)

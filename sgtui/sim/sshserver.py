@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -193,7 +193,9 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
         if self.conn is not None:
             self._server._conns.discard(self.conn)
 
-    def begin_auth(self, username: str) -> bool:
+    def begin_auth(self, username: str) -> bool | Awaitable[bool]:
+        if self._server.login_delay > 0:  # a host across a network: the handshake's round trips, lumped
+            return _after(self._server.login_delay, True)
         return True
 
     def public_key_auth_supported(self) -> bool:
@@ -274,6 +276,7 @@ class SimSSHServer:
         self.allow_tcp_forwarding = allow_tcp_forwarding
         self.kbdint_only = kbdint_only  # ask the password through keyboard-interactive, as PAM setups do
         self.loopback_alias: str | None = None  # a fleet host's own address, which its "127.0.0.1" means
+        self.login_delay = 0.0  # seconds each login waits before auth (network latency, for benchmarks)
         self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
         self.client_key = client_key or asyncssh.generate_private_key("ssh-ed25519")
         self._acceptor: asyncssh.SSHAcceptor | None = None
@@ -343,6 +346,11 @@ class SimSSHServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _after(seconds: float, value: bool) -> bool:
+    await asyncio.sleep(seconds)
+    return value
 
 
 def _default_env() -> dict[str, str]:
