@@ -4,7 +4,7 @@ Each host is a whole `SimHost` (its own GPUs, containers, state dir and SSH serv
 address, 127.0.0.N for host N, so that a port one host listens on is reachable at that host's address only,
 as between real machines (Linux routes all of 127/8 to the loopback device). Where those addresses cannot
 be bound, every host shares 127.0.0.1 and differs by port only (multi-node launches then need distinct
-ports per node). They are named `sim`, `sim-2`, ..., `sim-K`, share one client key, and `write_config`
+ports per node). A `base_port` is every host's SSH port on its own address (or P, P+1, ... on a shared one). They are named `sim`, `sim-2`, ..., `sim-K`, share one client key, and `write_config`
 registers all of them and writes the `multinode-demo` profile spanning `sim` and `sim-2`.
 """
 
@@ -63,7 +63,8 @@ class SimFleet:
         self.hosts: list[SimHost] = []
         for number in range(1, count + 1):
             address = f"127.0.0.{number}" if own_addresses else "127.0.0.1"
-            port = base_port + number - 1 if base_port else 0
+            # own addresses: every host may listen on the same port; a shared address needs one port each
+            port = base_port if own_addresses or not base_port else base_port + number - 1
             self.hosts.append(
                 SimHost(
                     self.scenario.for_host(number),
