@@ -245,7 +245,7 @@ async def test_a_runs_dir_under_a_directory_others_can_write_is_refused(
     shared.mkdir()
     shared.chmod(0o777)  # no sticky bit: anyone could rename our runs dir away and put theirs there
     manager = RunManager(conn, Target(), str(shared / "runs"))
-    with pytest.raises(Exception, match="above the runs dir.*without the sticky bit"):
+    with pytest.raises(Exception, match=r"above the runs dir.*without the sticky bit"):
         await manager.launch([str(server_script)])
     shared.chmod(0o1777)  # like /tmp: fine
     run = await manager.launch([str(server_script)])
@@ -330,7 +330,7 @@ async def test_a_run_that_ends_without_an_exit_code_on_a_full_disk_says_so(
     try:
         manager = RunManager(conn, Target(), str(mnt / "runs"))
         filler = tmp_path / "fill"
-        filler.write_text("#!/bin/bash\nhead -c 1000000 /dev/zero | tr '\\0' x\nexit 3\n")
+        filler.write_text("#!/bin/bash\nsleep 0.5\nhead -c 1000000 /dev/zero | tr '\\0' x\nexit 3\n")
         filler.chmod(0o755)
         run = await manager.launch([str(filler)])
         status = await manager.status(run)
