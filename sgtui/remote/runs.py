@@ -115,7 +115,7 @@ class RunManager:
             raise RunError(explain_failure(self.host, self.target, result, doing))
         return marker, result
 
-    def _refuse(self, run: RunRecord, doing: str) -> None:
+    def refuse(self, run: RunRecord, doing: str) -> None:
         """Raise ForeignRunError unless `run` is one this user may act on."""
         why = run.foreign
         if why is None and run.start is None:
@@ -250,7 +250,7 @@ class RunManager:
     async def preview(self, run: RunRecord) -> StopPreview:
         """What a stop of `run` would hit: its group leader's owner, age and command line next to the
         recorded argv (with a warning when they differ), and how many of its processes left the group."""
-        self._refuse(run, "preview a stop of")
+        self.refuse(run, "preview a stop of")
         marker, _ = await self._script(
             runscripts.preview_script(run.pgid, run.start, run.boot, run_dir=run.run_dir, run_id=run.id),
             f"look at run {run.id}",
@@ -280,7 +280,7 @@ class RunManager:
         ForeignRunError for a record that is not ours (checked again on the target). `StopResult.left`
         names the run's processes still alive outside its group.
         """
-        self._refuse(run, "stop")
+        self.refuse(run, "stop")
         t0 = time.monotonic()
         script = runscripts.stop_script(
             run.pgid, run.start, run.boot, grace, run_dir=run.run_dir, run_id=run.id
@@ -326,7 +326,7 @@ class RunManager:
     async def tail(self, run: RunRecord, offset: int = 0) -> AsyncIterator[LogChunk]:
         """Follow the run's log from byte `offset` (0 = the beginning), resuming after disconnects."""
         if run.foreign is not None:
-            self._refuse(run, "follow")
+            self.refuse(run, "follow")
         async for chunk in follow(self.conn, run.log_path, target=self.target, offset=offset):
             yield chunk
 
@@ -334,7 +334,7 @@ class RunManager:
         """The log after `offset` including a final line without a newline (for a run that has ended:
         `tail` only delivers complete lines)."""
         if run.foreign is not None:
-            self._refuse(run, "read")
+            self.refuse(run, "read")
         return await read_rest(self.conn, run.log_path, target=self.target, offset=offset)
 
     async def wait_gpus_free(

@@ -4,8 +4,9 @@ Each host is a whole `SimHost` (its own GPUs, containers, state dir and SSH serv
 address, 127.0.0.N for host N, so that a port one host listens on is reachable at that host's address only,
 as between real machines (Linux routes all of 127/8 to the loopback device). Where those addresses cannot
 be bound, every host shares 127.0.0.1 and differs by port only (multi-node launches then need distinct
-ports per node). A `base_port` is every host's SSH port on its own address (or P, P+1, ... on a shared one). They are named `sim`, `sim-2`, ..., `sim-K`, share one client key, and `write_config`
-registers all of them and writes the `multinode-demo` profile spanning `sim` and `sim-2`.
+ports per node). A `base_port` is every host's SSH port on its own address (or P, P+1, ... on a shared
+one). They are named `sim`, `sim-2`, ..., `sim-K`, share one client key, and `write_config` registers all
+of them and writes the `multinode-demo` profile spanning `sim` and `sim-2`.
 """
 
 from __future__ import annotations
