@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sgtui.core.profiles import Profile
+    from sgtui.remote.connection import RemoteError
     from sgtui.remote.multinode import MultiNode
     from sgtui.remote.runs import RunRecord, RunStatus
 
@@ -29,64 +29,52 @@ def open_nodes(profile: Profile) -> MultiNode:
     return MultiNode(profile, pool, getattr(profile, "runs_dir", None))
 
 
-def node_run_json(record: RunRecord, status: RunStatus | None, problem: str | None = None) -> dict[str, Any]:
-    """One node's run as `sgtui runs --json` prints it (DESIGN.md's fields)."""
-    from sgtui.remote.runs import RunState
+def multinode_profile(name: str, target: str | None) -> Profile | None:
+    """The profile named by --profile when it is a multi-node one (None: the single-node commands)."""
+    from sgtui.commands.launch import resolve_profile_path
+    from sgtui.core.errors import UserError
+    from sgtui.core.profiles import load_profile
 
-    state = "dead"
-    if getattr(record, "foreign", None):
-        state = "foreign"
-    elif status is not None:
-        state = {RunState.RUNNING: "running", RunState.EXITED: "exited"}.get(status.state, "dead")
-        if status.state.value == "foreign":
-            state = "foreign"
-    started = (
-        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.started_at)) if record.started_at else None
-    )
-    target = "host" if record.target.kind == "host" else f"{record.target.kind}:{record.target.id}"
-    data = {
-        "id": record.id,
-        "host": record.host,
-        "target": target,
-        "node_rank": record.node_rank,
-        "state": state,
-        "pid": record.pid or None,
-        "pgid": record.pgid or None,
-        "user": getattr(record, "user", None),
-        "started": started,
-        "rc": status.rc if status is not None else None,
-        "log_path": record.log_path,
-        "argv": list(record.argv),
-    }
-    if problem:
-        data["problem"] = problem
-    return data
+    profile = load_profile(resolve_profile_path(name))
+    if not profile.nodes:
+        return None
+    if target:
+        raise UserError("--target goes with --host; a multi-node profile names each node's target")
+    return profile
 
 
-async def statuses(nodes: MultiNode, records: list[RunRecord]) -> list[tuple[RunStatus | None, str | None]]:
+async def statuses(nodes: MultiNode, records: list[RunRecord]) -> list[RunStatus | RemoteError]:
     from sgtui.remote.connection import RemoteError
 
-    async def one(record: RunRecord) -> tuple[RunStatus | None, str | None]:
-        if getattr(record, "foreign", None):
-            return None, str(record.foreign)  # type: ignore[attr-defined]
+    async def one(record: RunRecord) -> RunStatus | RemoteError:
         try:
-            return await nodes.manager_for(record).status(record), None
+            return await nodes.manager_for(record).status(record)
         except RemoteError as exc:
-            return None, str(exc)
+            return exc
 
     return list(await asyncio.gather(*(one(r) for r in records)))
 
 
 async def runs_multinode(profile: Profile, *, as_json: bool) -> int:
+    from sgtui.commands.runs import run_json
     from sgtui.remote.connection import RemoteError
 
     nodes = open_nodes(profile)
     try:
         runs = await nodes.list_runs()
         rows: list[dict[str, Any]] = []
+        problems: list[str] = []
         for records in runs:
-            for record, (status, problem) in zip(records, await statuses(nodes, records), strict=True):
-                rows.append(node_run_json(record, status, problem))
+            for record, status in zip(records, await statuses(nodes, records), strict=True):
+                if isinstance(status, RemoteError):
+                    problems.append(f"run {record.id} node {record.node_rank} ({record.host}): {status}")
+                    continue
+                rows.append(run_json(record, status))
+                if record.foreign:
+                    problems.append(
+                        f"refusing run {record.id} node {record.node_rank} ({record.host}): "
+                        f"{record.foreign}; it is listed as foreign and never signalled"
+                    )
     except RemoteError as exc:
         print(f"sgtui runs: {exc}", file=sys.stderr)
         return 1
@@ -94,6 +82,8 @@ async def runs_multinode(profile: Profile, *, as_json: bool) -> int:
         await nodes.pool.close()
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
+        for problem in problems:
+            print(f"sgtui runs: {problem}", file=sys.stderr)
         return 0
     hosts = ", ".join(n.label for n in nodes.nodes)
     if not rows:
@@ -106,8 +96,8 @@ async def runs_multinode(profile: Profile, *, as_json: bool) -> int:
             f"  {row['id']}  node {row['node_rank']} {row['host']:<12} {state:<10} "
             f"pgid {row['pgid'] or '?':<8} {row['log_path']}"
         )
-        if row.get("problem"):
-            print(f"    {row['problem']}")
+    for problem in problems:
+        print(problem)
     return 0
 
 
