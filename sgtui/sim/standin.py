@@ -288,7 +288,7 @@ class StandIn:
             return self.crash("pool", exception_text(str(report["error"]), "RuntimeError"))
         pools = PoolPlan.from_report(report, facts, spec)
         if not logfmt.is_new(version):
-            log.line(logfmt.kv_dtype_line(dtype), 0)
+            log.line(logfmt.kv_dtype_line(dtype), ranks[0].index)
         if pools.mamba is not None:
             size, conv, ssm, iss, icw = pools.mamba
             log.ranks(ranks, lambda r: logfmt.mamba_line(size, conv, ssm, iss, icw))
