@@ -173,6 +173,7 @@ class LogClassifier:
         if len(raw) > LINE_CAP:
             raw = _cap(raw)
         if "Decode batch" in raw or "Prefill batch" in raw:
+            self.failures.last_batch = (n, raw)  # kept, not parsed: names the batch a serving OOM hit
             # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says
             # the server runs batches (warm-up or requests), which a pasted tail may show nothing else of.
             if not self._batches_seen:

@@ -3,11 +3,13 @@ what went wrong, the last exception of no known class, a fatal signal whose stac
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
 from sgtui.core.logs.facts import FROM_ERROR, FactStore
 from sgtui.core.logs.failures import names_a_flag_conflict
+from sgtui.core.logs.prefix import LINE_CAP
 from sgtui.core.logs.state import ANSWERED, STOPPED, TRACE_CUT, LogEvent, Signal, StartupState
 from sgtui.core.logs.traceback import TraceTracker
 
@@ -24,6 +26,7 @@ class FailureLog:
         self.order = 0
         self.last_generic: tuple[int, str | None] | None = None
         self.last_message_line = 0  # the last line that said what went wrong (not just that something died)
+        self.last_batch: tuple[int, str] | None = None  # the last "Prefill/Decode batch" line seen
         self.crash: int | None = None  # index of a fatal-signal death whose stack dump may follow
 
     def signal(
@@ -51,6 +54,8 @@ class FailureLog:
                 error_class = "cuda_graph_failed"
             elif trace.hint == "arguments" or names_a_flag_conflict(values.get("message", "")):
                 error_class = "incompatible_flags"
+        if error_class == "cuda_oom" and phase in ("running", "serving") and self.last_batch is not None:
+            values = {**values, "last_batch": batch_values(*self.last_batch)}
         if error_class == "not_enough_memory" and "mem_fraction_static" in values:
             self.store.set("mem_fraction_static", values["mem_fraction_static"], FROM_ERROR)
         if len(state.signals) >= MAX_SIGNALS and (
@@ -122,3 +127,21 @@ class FailureLog:
             self.signal((None, "death", {"trailing": True}), opened[0], opened[1], (), "(end of log)", out)
         elif generic is not None and generic[0] > last_milestone_line and generic[0] >= last_record_line:
             self.signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
+
+
+_BATCH_NUMBERS = re.compile(r"#(new-token|cached-token|running-req|queue-req|new-seq): (\d+)")
+
+
+def batch_values(line: int, raw: str) -> dict[str, Any]:
+    """`Prefill batch, #new-seq: 1, #new-token: 8192, ...` -> {"line", "new_tokens", "cached_tokens", ...}."""
+    names = {
+        "new-token": "new_tokens",
+        "cached-token": "cached_tokens",
+        "running-req": "running_requests",
+        "queue-req": "queued_requests",
+        "new-seq": "new_sequences",
+    }
+    values: dict[str, Any] = {"line": line, "kind": "prefill" if "Prefill batch" in raw else "decode"}
+    for key, number in _BATCH_NUMBERS.findall(raw[:LINE_CAP]):
+        values[names[key]] = int(number)
+    return values

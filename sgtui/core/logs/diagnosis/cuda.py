@@ -13,7 +13,9 @@ from sgtui.core.logs.diagnosis.common import (
     mfs_suggestion,
     phase_words,
 )
+from sgtui.core.logs.diagnosis.crash import crash, kernel_resources
 from sgtui.core.logs.diagnosis.memory import smaller_weights
+from sgtui.core.logs.diagnosis.serving import SERVING_PHASES, serving_oom
 
 
 def graph_bs_flag(ctx: Context) -> str:
@@ -74,24 +76,8 @@ def cuda_oom(ctx: Context) -> Diagnosis:
         return Diagnosis(
             "CUDA out of memory while loading the weights", " ".join(lines), suggestions, "cuda_oom"
         )
-    if ctx.phase in ("serving", "ready"):
-        mfs = ctx.num("mem_fraction_static")
-        suggestions = [
-            mfs_suggestion(mfs, max(0.5, round(mfs - 0.05, 2)), LOWER_COST)
-            if mfs is not None
-            else Suggestion("--mem-fraction-static", None, f"{LOWER_MFS} --mem-fraction-static: {LOWER_COST}")
-        ]
-        chunk = ctx.num("chunked_prefill_size")
-        target = str(int(chunk) // 2) if chunk and chunk > 0 else "2048"
-        suggestions.append(
-            Suggestion(
-                "--chunked-prefill-size",
-                target,
-                "Smaller prefill chunks need less activation memory; long prompts take more steps.",
-            )
-        )
-        lines.append("Activations of large batches ran past the slack the static pools left.")
-        return Diagnosis("CUDA out of memory while serving", " ".join(lines), suggestions, "cuda_oom")
+    if ctx.phase in SERVING_PHASES:
+        return serving_oom(ctx)
     pool_end = ctx.num("memory_pool_end_avail_gib")
     if pool_end is not None:
         lines.append(
@@ -106,6 +92,10 @@ def cuda_oom(ctx: Context) -> Diagnosis:
 
 
 def cuda_graph_failed(ctx: Context) -> Diagnosis:
+    if ctx.error.values.get("crash"):
+        return crash(ctx)
+    if ctx.error.values.get("kernel_resource"):
+        return kernel_resources(ctx)
     text = ctx.error.text
     oom = bool(ctx.error.values.get("oom")) or "out of memory" in text
     pool_end = ctx.num("memory_pool_end_avail_gib")

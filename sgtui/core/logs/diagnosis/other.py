@@ -10,6 +10,7 @@ from sgtui.core.logs.diagnosis.common import (
     Suggestion,
     phase_words,
 )
+from sgtui.core.logs.diagnosis.crash import crash, kernel_resources
 
 _WARMUP_STATUS = re.compile(r"Response \[(\d{3})\]")
 _KV_EXHAUSTED = ("out of memory. Try to lower your batch size", "runs out of memory", "Prefill out of memory")
@@ -135,6 +136,10 @@ def _known_other(ctx: Context) -> Diagnosis | None:
 
 
 def other(ctx: Context) -> Diagnosis:
+    if ctx.error.values.get("crash"):
+        return crash(ctx)
+    if ctx.error.values.get("kernel_resource"):
+        return kernel_resources(ctx)
     text = ctx.error.text
     death = ctx.error.death_text or ""
     known = _known_other(ctx)
