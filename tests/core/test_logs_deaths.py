@@ -89,7 +89,8 @@ def test_a_segfault_in_a_shutdown_someone_asked_for_is_no_failure() -> None:
     text = _log(
         STARTED,
         READY,
-        "[2026-01-02 11:00:00] SIGTERM received. signum=15 frame=None. Draining requests and shutting down...",
+        "[2026-01-02 11:00:00] SIGTERM received. signum=15 frame=None. Draining requests and shutting "
+        "down...",
         "Fatal Python error: Segmentation fault",
     )
     assert classify_text(text).error is None
@@ -98,7 +99,8 @@ def test_a_segfault_in_a_shutdown_someone_asked_for_is_no_failure() -> None:
 @pytest.mark.parametrize(
     "last",
     [
-        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 65536",
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware "
+        "limit: 65536",
         "OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 65536",
         "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: boom",
         "KeyError: 'model.layers.0.mlp.gate_up_proj.weight'",

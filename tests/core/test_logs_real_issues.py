@@ -26,13 +26,15 @@ LLAMA4_SERVING_OOM = _log(
     "token usage: 0.02, #running-req: 0, #queue-req: 0",
     "[2025-04-09 17:19:56] Received sigquit from a child process. It usually means the child failed.",
     "[2025-04-09 17:19:56 TP5] Scheduler hit an exception: Traceback (most recent call last):",
-    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2045, in run_scheduler_process',
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2045, in '
+    "run_scheduler_process",
     "    scheduler.event_loop_normal()",
     '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 608, in event_loop_normal',
     "    result = self.run_batch(batch)",
     '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1395, in run_batch',
     "    logits_output, next_token_ids = self.tp_worker.forward_batch_generation(",
-    '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 962, in forward_extend',
+    '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 962, in '
+    "forward_extend",
     "    return self.model.forward(",
     '  File "/sgl-workspace/sglang/python/sglang/srt/models/mllama4.py", line 83, in forward',
     "    hs = general_mm_embed_routine(",
@@ -64,7 +66,8 @@ def test_a_serving_time_oom_is_running_phase_with_serving_levers_not_a_weight_re
 # The overlap scheduler's forward thread (tp_worker_overlap_thread.py) as DeepSeek-V3 with DP attention runs
 # it; the frame names are SGLang 0.4.x's, as in https://github.com/sgl-project/sglang/issues/3658's launch.
 DP_ATTENTION_OOM = _log(
-    "[2025-02-21 02:29:22 DP0 TP0] max_total_num_tokens=66295, chunked_prefill_size=4096, max_prefill_tokens=16384, "
+    "[2025-02-21 02:29:22 DP0 TP0] max_total_num_tokens=66295, chunked_prefill_size=4096, "
+    "max_prefill_tokens=16384, "
     "max_running_requests=2049, context_len=163840",
     "[2025-02-21 02:29:40] The server is fired up and ready to roll!",
     "[2025-02-21 02:35:12 DP3 TP3] TpModelWorkerClient hit an exception: Traceback (most recent call last):",
@@ -99,9 +102,11 @@ MI300_OUT_OF_RESOURCES = _log(
     "65536. Reducing block sizes or `num_stages` may help.",
     "",
     "[2024-12-07 02:54:42 TP5] Scheduler hit an exception: Traceback (most recent call last):",
-    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1493, in run_scheduler_process',
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1493, in '
+    "run_scheduler_process",
     "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
-    '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 631, in init_cuda_graphs',
+    '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 631, in '
+    "init_cuda_graphs",
     "    self.cuda_graph_runner = CudaGraphRunner(self)",
 )
 
@@ -134,12 +139,14 @@ def test_the_out_of_resources_line_alone_repeated_by_every_rank_still_names_the_
     assert analysis.error.values["limit"] == 65536
 
 
-# https://github.com/sgl-project/sglang/issues/6496 (DeepSeek with NextN on 2x H100: a segfault printed onto the
-# capture progress bar, then faulthandler's dump)
+# https://github.com/sgl-project/sglang/issues/6496 (DeepSeek with NextN on 2x H100: a segfault printed
+# onto the capture progress bar, then faulthandler's dump)
 CAPTURE_SEGFAULT = _log(
-    "[2025-05-22 17:18:02 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=14.10 GB",
+    "[2025-05-22 17:18:02 TP0] Capture cuda graph begin. This can take up to several minutes. avail "
+    "mem=14.10 GB",
     "Capturing batches (avail_mem=13.48 GB):  96%|█████████▊| 22/23 [00:39<00:01,  1.34s/it]"
-    "[sgl-v3-deepseek-nextn-test-0:69418:0:69418] Caught signal 11 (Segmentation fault: address not mapped to "
+    "[sgl-v3-deepseek-nextn-test-0:69418:0:69418] Caught signal 11 (Segmentation fault: address not mapped "
+    "to "
     "object at address 0x10000)",
     "==== backtrace (tid:  69418) ====",
     " 0 0x0000000000042520 __sigaction()  ???:0",
@@ -165,8 +172,8 @@ def test_a_segfault_during_graph_capture_is_a_graph_failure_with_crash_advice() 
     assert flags[:2] == ["--disable-cuda-graph", "--disable-custom-all-reduce"]
 
 
-# https://github.com/sgl-project/sglang/issues/11942 (DeepSeek-V3.2, DP attention, H200 TP 8 DP 8: an abort while
-# serving an evaluation; the watchdog thread's frame from the same dump)
+# https://github.com/sgl-project/sglang/issues/11942 (DeepSeek-V3.2, DP attention, H200 TP 8 DP 8: an abort
+# while serving an evaluation; the watchdog thread's frame from the same dump)
 SERVING_ABORT = _log(
     "[2025-10-20 08:00:01] server_args=ServerArgs(model_path='deepseek-ai/DeepSeek-V3.2-Exp', tp_size=8, "
     "dp_size=8, enable_dp_attention=True)",
@@ -196,10 +203,12 @@ def test_an_abort_after_ready_is_a_serving_failure_with_what_the_signal_means() 
 # https://github.com/sgl-project/sglang/issues/4289 (NCCL init failing; the raise line comes first)
 NCCL_RAISE = _log(
     "[2025-03-11 15:02:40 TP0] Init torch distributed begin.",
-    '  File "/home/u/miniconda3/envs/sglang/lib/python3.10/site-packages/sglang/srt/distributed/parallel_state.py", '
+    '  File "/home/u/miniconda3/envs/sglang/lib/python3.10/site-packages/sglang/srt/distributed/parallel_s'
+    'tate.py", '
     "line 1100, in initialize_model_parallel",
     "    _TP = init_model_parallel_group(",
-    '  File "/home/u/miniconda3/envs/sglang/lib/python3.10/site-packages/sglang/srt/distributed/device_communicators/'
+    '  File "/home/u/miniconda3/envs/sglang/lib/python3.10/site-packages/sglang/srt/distributed/device_com'
+    "municators/"
     'pynccl_wrapper.py", line 329, in NCCL_CHECK',
     '    raise RuntimeError(f"NCCL error: {error_str}")',
     "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",

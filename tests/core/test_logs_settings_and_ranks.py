@@ -28,7 +28,8 @@ def test_the_oldest_server_args_line_is_read() -> None:
 
 DUMP = (
     "server_args=ServerArgs(model_path='/models/Qwen2.5-72B-Instruct', tokenizer_path='/models/Qwen2.5-72B-"
-    "Instruct', tokenizer_mode='auto', skip_tokenizer_init=False, load_format='auto', trust_remote_code=False, "
+    "Instruct', tokenizer_mode='auto', skip_tokenizer_init=False, load_format='auto', "
+    "trust_remote_code=False, "
     "dtype='auto', kv_cache_dtype='auto', quantization=None, context_length=32768, device='cuda', "
     "served_model_name='qwen', chat_template=None, is_embedding=False, host='0.0.0.0', port=30000, "
     "mem_fraction_static=0.87, max_running_requests=128, max_total_tokens=None, chunked_prefill_size=8192, "

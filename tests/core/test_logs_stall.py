@@ -24,7 +24,10 @@ def _log(*lines: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-ARGS = "[2026-03-01 10:00:00] server_args=ServerArgs(model_path='/m/Llama-3.1-70B-Instruct', tp_size=8, nnodes=2)"
+ARGS = (
+    "[2026-03-01 10:00:00] server_args=ServerArgs(model_path='/m/Llama-3.1-70B-Instruct', "
+    "tp_size=8, nnodes=2)"
+)
 DIST_INIT = [f"[2026-03-01 10:00:05 TP{r}] Init torch distributed begin." for r in range(8)]
 
 
