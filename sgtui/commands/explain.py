@@ -97,11 +97,10 @@ def _read_fit(name: str | None) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sgtui.core.logs import classify_text, diagnose
+    from sgtui.core.logs import diagnose
 
-    text = read_log(args.logfile)
     fit = _read_fit(getattr(args, "fit_json", None))
-    analysis = classify_text(text)
+    analysis = analyse_log(args.logfile)
     diagnoses = diagnose(analysis, fit)
     if args.json:
         report = analysis.to_json()
