@@ -237,6 +237,34 @@ class MultiNode:
         )
 
 
+    async def restart(
+        self,
+        records: Sequence[RunRecord],
+        profile_yaml: str | None,
+        *,
+        grace: float = 10.0,
+        gpu_timeout: float = 60.0,
+        on_launched: Callable[[RunRecord], None] | None = None,
+    ) -> list[RunRecord]:
+        """Stop every node (workers first), wait until every node's GPUs are free, check again, launch
+        anew (node 0 first) under a new run id. Raises RemoteError (or GpusBusyError naming the host)
+        before launching anything when a node is not clean."""
+        for record, result in await self.stop(records, grace):
+            if isinstance(result, BaseException):
+                raise result if isinstance(result, RemoteError) else RemoteError(str(result))
+            if not result.clean:
+                raise RemoteError(
+                    f"node {record.node_rank} ({record.host}): run {record.id} left processes behind; "
+                    "not relaunching"
+                )
+        await self.wait_gpus_free(records, gpu_timeout)
+        addr = await self.dist_init_addr()
+        problems = await self.precheck(addr)
+        if problems:
+            raise RemoteError("; ".join(str(p) for p in problems))
+        return await self.launch(addr, profile_yaml, on_launched)
+
+
 class PartialLaunchError(RemoteError):
     """Some nodes started and one did not: `records` are the started ones (stop them, or look at them)."""
 
