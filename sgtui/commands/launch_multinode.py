@@ -68,11 +68,11 @@ async def launch_multinode(
         try:
             records = await nodes.launch(addr, dump_profile(profile), on_launched=launched)
         except PartialLaunchError as exc:
-            printer.emit(
-                "error",
-                f"error: {exc} (started nodes keep running: sgtui stop {exc.records[0].id})",
-                message=str(exc),
+            started = exc.records[0].id if exc.records else None
+            hint = (
+                f" (the started nodes keep running: sgtui stop {started} --profile {path})" if started else ""
             )
+            printer.emit("error", f"error: {exc}{hint}", message=str(exc))
             return 1
         if not watch:
             return 0

@@ -26,7 +26,7 @@ def open_nodes(profile: Profile) -> MultiNode:
     from sgtui.remote.multinode import MultiNode
 
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
-    return MultiNode(profile, pool, getattr(profile, "runs_dir", None))
+    return MultiNode(profile, pool)
 
 
 def multinode_profile(name: str, target: str | None) -> Profile | None:

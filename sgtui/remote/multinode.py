@@ -94,7 +94,9 @@ class MultiNode:
         for rank, node in enumerate(profile.nodes):
             conn = pool.get(node.host)
             target = Target.from_mapping({"kind": node.target.kind, "id": node.target.id})
-            manager = RunManager(conn, target) if runs_dir is None else RunManager(conn, target, runs_dir)
+            config = pool.hosts.get(node.host)
+            where = runs_dir or profile.runs_dir or (config.runs_dir if config is not None else None)
+            manager = RunManager(conn, target, where)
             self.nodes.append(NodeRun(rank, node.host, target, conn, manager))
 
     @property
@@ -235,7 +237,6 @@ class MultiNode:
                 )
             )
         )
-
 
     async def restart(
         self,
