@@ -120,3 +120,16 @@ def test_pre_launch_checks_name_each_node_that_cannot_reach_the_dist_init_port(t
             message = str(e["message"])
             assert f"cannot reach the dist-init address 127.0.0.9:{port} (connection refused" in message
             assert "\n" not in message
+
+
+def test_fit_sizes_tp_across_nodes_with_gpus_per_node() -> None:
+    model = Path(__file__).resolve().parent.parent / "sgtui" / "sim" / "models" / "Qwen3.6-27B"
+    flags = ["--model-path", str(model), "--tp-size", "4", "--context-length", "32768"]
+    one = sgtui("fit", "--gpu", "A6000", "--gpus", "4", "--sglang", "0.5.11", "--json", "--", *flags)
+    two = sgtui(
+        "fit", "--gpu", "A6000", "--gpus", "2", "--sglang", "0.5.11", "--json", "--", *flags, "--nnodes", "2"
+    )
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    # 2 nodes x 2 GPUs hold the model like 4 GPUs on one node: the same per-GPU arithmetic
+    assert (a["weights_gib"], a["max_total_num_tokens"]) == (b["weights_gib"], b["max_total_num_tokens"])
