@@ -377,7 +377,7 @@ class SgtuiApp(App[None]):
             self.version = message.version
             self.flag_table = None
             self._rebuild_form()
-        self.fit_inputs = dataclasses.replace(self.fit_inputs, version=message.version)
+        self.fit_inputs = dataclasses.replace(self.fit_inputs, version=message.version, flags=self.flag_table)
         self._draw_status()
         self._schedule_fit()
 
@@ -395,7 +395,9 @@ class SgtuiApp(App[None]):
         if message.table.source == "target" and message.table.version == self.version:
             self.flag_table = message.table
             self.profile = profile_ops.with_flag_table(self.profile, message.table)
+            self.fit_inputs = dataclasses.replace(self.fit_inputs, flags=message.table)
             self._rebuild_form()
+            self._schedule_fit()
         self._draw_status()
 
     async def _rebuild_form_async(self, keep_edits: bool = True) -> None:
@@ -591,9 +593,11 @@ class SgtuiApp(App[None]):
             weight_bytes=None,
             version=None,
             model_error="",
+            flags=None,
         )
         self.version = None
         self.flag_table = None
+        self.profile = profile_ops.with_flag_table(self.profile, None)
         self.notify(f"target: {pick.host} › {pick.container.label}", timeout=4)
         if self.host_states.get(pick.host) == "connected":
             self.controller.detect_version(pick.host, pick.container, profile_ops.python(self.profile))

@@ -20,6 +20,7 @@ class FitInputs:
     version: str | None = None
     free_gib: float | None = None
     model_error: str = ""  # why the model's config.json could not be read on the target
+    flags: Any = None  # the target's own FlagTable once read (types the values); None: the shipped one
 
 
 def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
@@ -37,7 +38,7 @@ def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
     if inputs.gpu_mib is None:
         raise UserError("the GPU size is not known yet (waiting for the first GPU sample)")
     version = inputs.version or "0.5.11"
-    spec = spec_from_values(values, version=version)
+    spec = spec_from_values(values, version=inputs.flags or version)
     facts = model_facts_from_config(inputs.model_config, weight_bytes=inputs.weight_bytes)
     gpu = GpuSpec(inputs.gpu_name or "GPU", inputs.gpu_mib)
     report = fit(spec, facts, gpu, n_gpus=inputs.n_gpus, version=version, free_gib=inputs.free_gib)
