@@ -688,7 +688,9 @@ class SgtuiApp(App[None]):
 
         self.push_screen(
             ConfirmScreen(
-                f"Stop {run.run_id}?", f"{run.host} › {run.target}: TERM to its process group, then KILL"
+                f"Stop {run.run_id}?",
+                f"{run.host} › {run.target}: TERM to its process group, then KILL",
+                preview=lambda: self.backend.stop_preview(run),
             ),
             answer,
         )
@@ -714,6 +716,7 @@ class SgtuiApp(App[None]):
             ConfirmScreen(
                 f"Restart {run.run_id}?",
                 "Stops its process group, waits until its GPUs are free, then launches again into a new log.",
+                preview=lambda: self.backend.stop_preview(run),
             ),
             answer,
         )

@@ -128,6 +128,9 @@ class FakeBackend:
     async def run_state(self, run: RunView) -> str:
         return "exited"
 
+    async def stop_preview(self, run: RunView) -> str:
+        return f"process group {run.pgid or 4242}: 3 process(es), owner root (uid 0), running for 12 s"
+
     async def stop(self, run: RunView) -> None:
         self.stopped.append(run.run_id)
 
