@@ -28,7 +28,9 @@ from typing import Any
 import yaml
 
 from sgtui.core import paths
+from sgtui.core.bounded import BoundedInputError, short_repr
 from sgtui.core.errors import UserError
+from sgtui.core.yamlsafe import NoAliasLoader, compose_yaml
 
 HOSTS_FILE = "hosts.yaml"
 KNOWN_HOSTS_FILE = "known_hosts"
@@ -141,10 +143,12 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
     """Parse hosts.yaml; every problem is reported at once with its line."""
     try:
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        node = compose_yaml(text, str(path))
+        data = yaml.load(text, Loader=NoAliasLoader)
     except (OSError, UnicodeDecodeError) as exc:
         raise HostsFileError(f"{path}: cannot read: {exc}") from None
+    except BoundedInputError as exc:
+        raise HostsFileError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise HostsFileError(f"{path}: not valid YAML: {exc}") from None
     if data is None:
@@ -155,7 +159,7 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
     problems: list[str] = []
     hosts: dict[str, HostConfig] = {}
     for name, entry in data.items():
-        where = f"{path}:{lines.get(str(name), '?')}: host {name!r}"
+        where = f"{path}:{lines.get(str(name), '?')}: host {short_repr(name)}"
         if entry is None:
             entry = {}
         if not isinstance(entry, dict):
@@ -168,7 +172,7 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
             )
         port = entry.get("port")
         if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
-            problems.append(f"{where}: port must be a number 1-65535, got {port!r}")
+            problems.append(f"{where}: port must be a number 1-65535, got {short_repr(port)}")
             port = None
         runs_dir = entry.get("runs_dir")
         if runs_dir is not None and (
