@@ -318,7 +318,11 @@ class SgtuiApp(App[None]):
         return await answer
 
     def _list_runs(self) -> None:
-        self.controller.list_runs(profile_ops.host(self.profile), profile_ops.container(self.profile))
+        self.controller.list_runs(
+            profile_ops.host(self.profile),
+            profile_ops.container(self.profile),
+            getattr(self.profile, "runs_dir", None),  # where its launches go (else hosts.yaml's, the default)
+        )
 
     def _fetch_model_config(self) -> None:
         model = profile_ops.values(self.profile).get("--model-path")

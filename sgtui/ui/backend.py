@@ -34,8 +34,11 @@ class Backend(Protocol):
 
     def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]: ...
 
-    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
-        """The runs recorded on the target, oldest first, each with its current state."""
+    async def runs(
+        self, host: str, target: ContainerView | None, runs_dir: str | None = None
+    ) -> list[RunView]:
+        """The runs recorded on the target (in `runs_dir`, a profile's own, when given), oldest first,
+        each with its current state ("foreign" for a record this user may not act on)."""
         ...
 
     async def launch(self, profile: Any) -> RunView: ...

@@ -299,8 +299,10 @@ class RemoteBackend:
                 refresh.cancel()
                 refresh.add_done_callback(_retrieve)  # a failed holder query is not worth a warning at exit
 
-    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
-        manager = self._manager(host, to_target(target))
+    async def runs(
+        self, host: str, target: ContainerView | None, runs_dir: str | None = None
+    ) -> list[RunView]:
+        manager = self._manager(host, to_target(target), runs_dir)
         records = (await manager.list_runs())[-MAX_LISTED_RUNS:]
         statuses = await asyncio.gather(*(manager.status(r) for r in records), return_exceptions=True)
         return [

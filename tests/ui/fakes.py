@@ -103,7 +103,9 @@ class FakeBackend:
             yield frame
         await asyncio.Event().wait()
 
-    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
+    async def runs(
+        self, host: str, target: ContainerView | None, runs_dir: str | None = None
+    ) -> list[RunView]:
         return list(self.existing_runs)
 
     async def launch(self, profile: Any) -> RunView:
