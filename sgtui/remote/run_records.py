@@ -130,10 +130,16 @@ class StopPreview:
         if not self.alive:
             out = [f"process group {self.pgid}: no longer running; nothing would be signalled"]
         else:
+            leader = self.leader_argv or []
+            shown = (
+                f"sgtui's runner for {self.log_path}, running {_clip(shlex.join(leader[6:]))}"
+                if self.warning is None and len(leader) > 6
+                else _clip(shlex.join(leader))
+            )
             out = [
                 f"process group {self.pgid}: {self.members} process(es), owner {self.owner or '?'}, "
                 f"running for {_age(self.age_s)}",
-                f"leader: {_clip(shlex.join(self.leader_argv or []))}",
+                f"leader: {shown}",
                 f"recorded: {_clip(shlex.join(self.recorded_argv))}",
             ]
         if self.outside:
@@ -146,7 +152,7 @@ class StopPreview:
         return "\n".join(self.lines())
 
 
-def _clip(text: str, limit: int = 300) -> str:
+def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
