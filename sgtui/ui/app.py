@@ -148,6 +148,7 @@ class SgtuiApp(App[None]):
         self._seen_milestones: set[str] = set()
         self._connected: set[str] = set()
         self._reattach_checked: set[str] = set()
+        self._refusals_told: set[str] = set()
 
     # layout --------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -427,6 +428,11 @@ class SgtuiApp(App[None]):
             ]
         self.runs = runs
         self.main.query_one(RunsTable).show(runs, current.run_id if current else None)
+        for r in runs:  # one line per refused record, once: it is listed, never reattached or signalled
+            why = getattr(r.raw, "foreign", None)
+            if r.state == "foreign" and why and r.run_id not in self._refusals_told:
+                self._refusals_told.add(r.run_id)
+                self.notify(f"refusing run {r.run_id} on {r.host}: {why}", severity="warning", markup=False)
         if self.current is None and message.host not in self._reattach_checked:
             self._reattach_checked.add(message.host)
             alive = [r for r in message.runs if r.state in ALIVE]

@@ -45,6 +45,14 @@ async def test_a_planted_record_that_sorts_last_is_not_reattached_and_stop_shows
                 await wait_for(pilot, lambda: app.current is not None, 20, "the reattach")
                 assert app.current is not None and app.current.run_id == own.id
                 assert [r.state for r in app.runs if r.run_id == planted.name] == ["foreign"]
+                refusals = [n.message for n in app._notifications if planted.name in n.message]
+                assert refusals == [
+                    f"refusing run {planted.name} on sim: "
+                    + (
+                        "its run.json records no start time (start: null), so its pid cannot be told from a "
+                        "reused one"
+                    )
+                ]
                 await pilot.press("s")
                 await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the stop question")
                 preview = app.screen.query_one("#confirm-preview", Static)
