@@ -282,6 +282,11 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
                 files[tag[2:]] = json.loads(base64.b64decode(value.strip(), validate=True))
             except (binascii.Error, ValueError):
                 files[tag[2:]] = None
+        elif tag in ("@@run.json=", "@@command.json="):  # our own one-line record, sent as it is
+            try:
+                files[tag[2:-1]] = json.loads(value)
+            except ValueError:
+                files[tag[2:-1]] = None
     meta, cmd = files.get("run.json"), files.get("command.json", {})
     if not isinstance(cmd, dict):
         reasons.append("its command.json is damaged")
