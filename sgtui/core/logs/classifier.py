@@ -59,7 +59,8 @@ class LogClassifier:
         self.line_count = 0
         self.store = FactStore(self.state.facts, self.state.facts_per_rank)
         self.trace = TraceTracker()
-        self.failures = FailureLog(self.state, self.trace, self.store)
+        self.failures = FailureLog(self.state, self.trace, self.store, lambda: self.last_prefill)
+        self.last_prefill: tuple[int, str] | None = None  # the last "Prefill batch" line (number, text)
         self.stall = StallWatch(clock, stall_after)
         self.awaiting_first_answer = False
         self.load_ends: dict[str, int] = {}
@@ -172,14 +173,17 @@ class LogClassifier:
     def _handle(self, raw: str, n: int, events: list[LogEvent]) -> None:
         if len(raw) > LINE_CAP:
             raw = _cap(raw)
-        if "Decode batch" in raw or "Prefill batch" in raw:
-            self.failures.last_batch = (n, raw)  # kept, not parsed: names the batch a serving OOM hit
-            # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says
-            # the server runs batches (warm-up or requests), which a pasted tail may show nothing else of.
+        # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says the
+        # server runs batches (warm-up or requests), which a pasted tail may show nothing else of. The last
+        # prefill is kept unparsed: it names the request a serving-time OOM hit.
+        if "Decode batch" in raw:
             if not self._batches_seen:
-                self._batches_seen = True
-                time = split_prefix(raw)[0]
-                self.advance("serving", n, time, parse_seconds(time), events)
+                self._first_batch(raw, n, events)
+            return
+        if "Prefill batch" in raw:
+            self.last_prefill = (n, raw)
+            if not self._batches_seen:
+                self._first_batch(raw, n, events)
             return
         if "HTTP/1." in raw:
             if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
@@ -197,6 +201,11 @@ class LogClassifier:
             self._record(raw[:cut], n, events)
             raw = raw[cut:]
         self._record(raw, n, events)
+
+    def _first_batch(self, raw: str, n: int, events: list[LogEvent]) -> None:
+        self._batches_seen = True
+        time = split_prefix(raw)[0]
+        self.advance("serving", n, time, parse_seconds(time), events)
 
     def _first_answer(self, raw: str, n: int, events: list[LogEvent]) -> None:
         """The server answered a request (the warm-up's or a client's): it serves, even in versions that

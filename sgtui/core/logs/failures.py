@@ -167,7 +167,7 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     crash = crash_values(body)
     if crash is not None:
         return None, "death", crash
-    if body[:1].isalpha() and ("Error" in body or "Exception" in body or "." in body[:80]):
+    if body[:1].isalpha():
         named = exception_line(body, in_traceback=False)
         if named is not None:
             values = {"exception": named[0], "message": named[1]}

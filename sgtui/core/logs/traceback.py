@@ -67,8 +67,11 @@ def frame_hint(line: str) -> str | None:
 
 def exception_line(body: str, in_traceback: bool) -> tuple[str, str] | None:
     """(exception name, message) when `body` is the line that names an exception."""
-    if not body[:1].isalpha() or body.startswith(("File ", "Traceback", "During handling", "The above")):
+    if not body[:1].isalpha():
         return None
+    colon = body.find(":", 0, 200)
+    if " " in (body[:colon] if colon > 0 else body):
+        return None  # prose: the name before the colon is one word (cheap test before any regex)
     m = (EXCEPTION_LINE if in_traceback else _NAMED_EXCEPTION).match(body)
     if m is None:
         return None
