@@ -15,6 +15,7 @@ from sgtui.core.logs.state import ANSWERED, STOPPED, TRACE_CUT, LogEvent, Signal
 from sgtui.core.logs.traceback import TraceTracker
 
 MAX_SIGNALS = 400
+_TRACE_REACH = 400  # lines after a traceback's start in which its frames still say where a failure was
 
 
 class FailureLog:
@@ -55,7 +56,7 @@ class FailureLog:
                 values = {**values, "source": trace.last_source, "frame": trace.last_frame or None}
         if strength != "death":
             self.last_message_line = n
-        phase = self.phase_now()
+        phase = self.phase_now(n)
         if strength == "generic":
             if phase == "capturing_graphs":
                 error_class = "cuda_graph_failed"
@@ -86,10 +87,11 @@ class FailureLog:
             state.phase = "failed"
             events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
 
-    def phase_now(self) -> str:
-        """The phase a failure seen now happened in: the open traceback's frames first, then the milestones
-        (after ready, the server was serving requests)."""
-        if self.trace.open is not None:
+    def phase_now(self, n: int) -> str:
+        """The phase a failure seen at line `n` happened in: the frames of the traceback just before it first
+        (other ranks' milestones may interleave with its lines), then the milestones (after ready, the server
+        was serving requests)."""
+        if self.trace.frames and n - self.trace.started <= _TRACE_REACH:
             from_frames = self.trace.phase()
             if from_frames is not None:
                 return from_frames

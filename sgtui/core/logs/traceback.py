@@ -92,6 +92,7 @@ class TraceTracker:
 
     def __init__(self) -> None:
         self.open: tuple[int, str | None] | None = None  # (line, time) of a traceback nothing outlived yet
+        self.started = 0  # the line the last traceback started on
         self.frames = 0
         self.in_sglang = False
         self.after_frame = False  # the line after `File "..."` is that frame's source code
@@ -131,6 +132,7 @@ class TraceTracker:
 
     def start(self, n: int, time: str | None, ignored: bool) -> None:
         self.open = (n, time)
+        self.started = n
         self.frames = 0
         self.in_sglang = False
         self.hint = None
