@@ -33,6 +33,7 @@ _HF_ARCH = re.compile(r"model type `([^`]+)` but Transformers does not recognize
 _PORT_TUPLE = re.compile(r"address \(?'?([^',)]*)'?,\s*(\d+)")
 _PORT_WORD = re.compile(r"[Pp]ort[ =:]+(\d{2,5})")
 _PORT_ADDR = re.compile(r"(?:tcp://[\w.\-]+|\[[0-9a-fA-F:.]*\]|\b\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b")
+_WATCHDOG = re.compile(r"watchdog_timeout=" + _NUM)
 _DIED = re.compile(r"Rank (\d+) scheduler (?:is dead|died during initialization \(exit code: (-?\d+)\))")
 _EXIT_CODE = re.compile(r"exit ?code[: =]+(-?\d+)", re.IGNORECASE)
 _ARG_ERROR = re.compile(
@@ -130,6 +131,11 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         nccl = nccl_strength(body)
         if nccl:
             return "nccl", nccl, {"shm": "/dev/shm" in body or "shared memory" in body}
+    if "Watchdog timeout" in body and "watchdog_timeout" in body:
+        # SGLang's scheduler watchdog: one forward batch made no progress for --watchdog-timeout seconds, so
+        # it SIGQUITs the server (scheduler_runtime_checker_mixin.py, 0.5.x): a stall SGLang made fatal.
+        m = _WATCHDOG.search(body)
+        return "stalled", "fatal", {"watchdog_timeout": num(m.group(1)) if m else None}
     if "sigquit" in body and "Received sigquit" in body:
         return None, "death", {"sigquit": True}
     if "scheduler" in body and ("scheduler is dead" in body or "scheduler died" in body):
