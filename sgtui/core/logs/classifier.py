@@ -25,9 +25,8 @@ from sgtui.core.logs.milestones import milestone_line
 from sgtui.core.logs.prefix import (
     LINE_CAP,
     SERVER_ARGS_CAP,
-    cloud_prefix,
-    collector_prefix,
     last_segment,
+    peel_collectors,
     split_prefix,
     strip_ansi,
 )
@@ -217,17 +216,7 @@ class LogClassifier:
             self.advance("ready", n, time, parse_seconds(time), events)
 
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
-        cloud_time = None
-        for _ in range(3):  # collectors nest: compose's "name  | " around docker's RFC 3339 stamp, say
-            first = line[:1]
-            outer = None
-            if first.isupper() or first.isdigit() or (first == "[" and line[11:12] == "T"):
-                outer = cloud_prefix(line)
-            if outer is None and first and (first.isalnum() or first in "([>"):
-                outer = collector_prefix(line)
-            if outer is None:
-                break
-            cloud_time, line = outer[0] or cloud_time, outer[1]
+        cloud_time, line = peel_collectors(line)
         time, ranks, body = split_prefix(line)
         if self.args is not None and not self.args.add(body, time, ranks, cloud_time):
             self._close_args(events)
