@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="S",
         help="with --watch: a phase with no progress for S seconds is a stall (exit 1); default: scaled "
-        "per phase from what the log says (model size, TP, loading rate)",
+        "per phase from what the log says (model size, TP, loading rate); on a multi-node profile the "
+        "stall names the nodes and ranks that did not arrive",
     )
 
 
@@ -125,11 +126,26 @@ async def launch(
     from sgtui.remote.targets import Target
 
     profile = load_profile(path)  # ProfileError (a UserError) lists every problem; the CLI exits 2
+    if profile.nodes:
+        from sgtui.commands.launch_multinode import launch_multinode
+        from sgtui.core.errors import UserError
+
+        if host is not None:
+            raise UserError(f"--host {host}: {path} is a multi-node profile; its `nodes:` name the hosts")
+        return await launch_multinode(
+            profile,
+            path,
+            watch=watch,
+            printer=printer,
+            timeout=timeout,
+            stall_after=stall_after,
+            password_cb=ask_password if sys.stdin.isatty() else None,
+        )
     host_name = host or profile.host
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-    manager = RunManager(conn, target)
+    manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
         record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
