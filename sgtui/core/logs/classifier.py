@@ -16,7 +16,7 @@ most ("Decode batch", HTTP access) are skipped after a few substring tests.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgtui.core.logs.facts import FROM_COMMAND, FactStore
 from sgtui.core.logs.failures import failure
@@ -44,6 +44,9 @@ from sgtui.core.logs.state import (
     parse_seconds,
 )
 from sgtui.core.logs.traceback import TraceTracker, exception_line
+
+if TYPE_CHECKING:
+    from sgtui.core.logs.analysis import LogAnalysis
 
 _PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
 _MAX_WARNINGS = 50
@@ -141,7 +144,7 @@ class LogClassifier:
         expected (see stall.py); None otherwise. Progress afterwards clears it."""
         return self.stall.check(self.state, self.line_count, now)
 
-    def analysis(self, reversed_order: bool = False) -> Any:
+    def analysis(self, reversed_order: bool = False) -> LogAnalysis:
         from sgtui.core.logs.analysis import LogAnalysis
 
         return LogAnalysis(self.state, self.line_count, reversed_order)
