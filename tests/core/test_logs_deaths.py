@@ -184,3 +184,10 @@ def test_another_ranks_milestone_inside_a_traceback_does_not_change_its_phase() 
     )
     error = classify_text(text).error
     assert error is not None and (error.error_class, error.phase) == ("cuda_oom", "running")
+
+
+def test_sglangs_own_abort_wording_is_no_crash() -> None:
+    text = _log(
+        STARTED, READY, "Aborted by AbortReq.", "[2026-01-02 10:03:00] Aborted request 7 (client left)"
+    )
+    assert classify_text(text).error is None

@@ -228,7 +228,10 @@ def crash_values(body: str) -> dict[str, Any] | None:
 
 
 # a shell's report of a child killed by a signal: "bash: line 1: 4242 Aborted   python3 -m ...", "Aborted"
-_SHELL_CRASH = re.compile(r"(?:^|\d+\s+)(?:Bus error|Aborted|Illegal instruction)(?:\s|$)")
+# (bash pads the signal name with spaces before the command; "Aborted by AbortReq." is SGLang's own words)
+_SHELL_CRASH = re.compile(
+    r"(?:^|\d+\s+)(?:Bus error|Aborted|Illegal instruction)(?:\s*\(core dumped\)|\s{2,}|\s*$)"
+)
 
 
 def _signal_for(text: str) -> str | None:
