@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -192,7 +193,7 @@ class Watch:
         printer: Printer,
         timeout: float | None,
         stall_after: float | None = None,
-        clock: Any = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         from sgtui.core.logs import LogClassifier
 
