@@ -79,7 +79,8 @@ GDN_HYBRID_MODEL_TYPES = frozenset(
     {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
 )
 
-# SGLang's configs/model_config.py: is_hybrid_swa_model, per version family. Gemma2/3 are never hybrid.
+# SGLang's configs/model_config.py: is_hybrid_swa_model, named by the release that has the list (0.5.9
+# up to 0.5.10, 0.5.11 up to 0.5.13, 0.5.23's from 0.5.14, a superset of 0.5.14's). Gemma2/3 are never hybrid.
 _SWA_059 = frozenset(
     {
         "Llama4ForConditionalGeneration",
@@ -289,9 +290,10 @@ class ModelFacts:
             return self.mamba2.mamba_layers
         return self.num_layers - self.full_attention_layers if self.is_gdn_hybrid else 0
 
-    def is_hybrid_swa(self, family: str) -> bool:
-        """Whether SGLang (this version family) splits the KV pool into full and sliding-window parts."""
-        return self.architecture in HYBRID_SWA_ARCHS.get(family, _SWA_0523)
+    def is_hybrid_swa(self, archs: str) -> bool:
+        """Whether SGLang splits the KV pool into full and sliding-window parts, by the release's
+        is_hybrid_swa_model list (`archs` names it: a window's `Rules.swa_archs`)."""
+        return self.architecture in HYBRID_SWA_ARCHS.get(archs, _SWA_0523)
 
     def swa_layer_split(self) -> tuple[int, int]:
         """(full layers, sliding-window layers) the way SGLang's get_hybrid_layer_ids splits them."""
