@@ -3,9 +3,9 @@ weights as loaded, the KV cell (MHA/GQA, MLA, sliding-window split, hybrid full 
 linear-attention state slot.
 
 Sources (SGLang 0.5.11 unless noted; what changed between releases is a rule of the window):
-pool_configurator.py DefaultPoolConfigurator and HybridSWAPoolConfigurator, configs/model_config.py get_num_kv_heads, configs/mamba_utils.py
-(Mamba2StateShape, mamba_cache_per_req), configs/qwen3_next.py (layers_block_type),
-mem_cache/memory_pool.py (the +page rows and K+1 slots).
+pool_configurator.py DefaultPoolConfigurator and HybridSWAPoolConfigurator, configs/model_config.py
+get_num_kv_heads, configs/mamba_utils.py (Mamba2StateShape, mamba_cache_per_req), configs/qwen3_next.py
+(layers_block_type), mem_cache/memory_pool.py (the +page rows and K+1 slots).
 """
 
 from __future__ import annotations
