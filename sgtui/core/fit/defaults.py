@@ -127,8 +127,10 @@ def prefill_graph_enabled(spec: LaunchSpec, model: ModelFacts, window: Window | 
         return spec.enable_piecewise_cuda_graph and not spec.disable_piecewise_cuda_graph
     if spec.disable_piecewise_cuda_graph:
         return False
+    if spec.disable_cuda_graph and rules.disable_cuda_graph_stops_prefill_graph:
+        return False
     if kind == "breakable":
-        if spec.disable_cuda_graph or model.architecture.startswith("DeepseekV4"):
+        if model.architecture.startswith("DeepseekV4"):
             return False
         return not _breakable_off(spec, model, rules.breakable_off)
     return not (

@@ -50,6 +50,7 @@ class Rules:
     # what turns the default breakable graph off: mla, mla-non-dsa, dp-attention, pp, nemotron-h,
     # multimodal (every VLM) or multimodal-unlisted (VLMs outside the allowlist)
     breakable_off: frozenset[str] = frozenset()
+    disable_cuda_graph_stops_prefill_graph: bool = False  # --disable-cuda-graph turns both phases off
     prefill_graph_tokens_capped_by_context: bool = False  # --context-length clamps the graph's max tokens
     mla_prefill_graph_tokens: str = "2048"  # "2048" | "min(8192, chunk)"
     # --- the budget (model_runner / kv_cache_configurator: _profile_available_bytes) ---
@@ -269,10 +270,12 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "_profile_available_bytes (Loaded weights error), _resolve_max_num_reqs (min(user//dp, "
         "tokens//2), was reduced); server_args._handle_gpu_memory_settings (no EAGLE reserve), "
         "_handle_mamba_radix_cache (auto -> extra_buffer, no radix checks); pool_configurator "
-        "(draft KV in the cell); memory_pool (deduplicated conv window)",
+        "(draft KV in the cell); memory_pool (deduplicated conv window); _parse_cuda_graph_config "
+        "(--disable-cuda-graph disables the prefill graph too)",
         {
             "draft_weights_in_budget": True,
             "loaded_weights_error": True,
+            "disable_cuda_graph_stops_prefill_graph": True,
             "spec_reserve_mib": 0,
             "standalone_reserve_mib": 0,
             "max_running_rule": "min-half",
