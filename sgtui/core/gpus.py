@@ -23,7 +23,7 @@ from sgtui.core.errors import UserError
 GPU_PRESETS: dict[str, int] = {
     "RTX-2080-Ti": 11264,  # [derived] 11 GiB GDDR6 = 11264 MiB, as GeForce cards print their full size
     "T4": 15360,  # [seen modal-labs/modal-client#2797] Tesla T4
-    "RTX-5080": 16303,  # [derived] 16 GiB GDDR7 less the 81 MiB the RTX 5090 (32607 of 32768) loses per 16 GiB
+    "RTX-5080": 16303,  # [derived] 16 GiB GDDR7 less what the RTX 5090 (32607 of 32768) loses per 16 GiB
     "RTX-4080": 16376,  # [smi] NVIDIA GeForce RTX 4080 (also RTX 4070 Ti SUPER, RTX A4000)
     "A10": 23028,  # [seen modal-labs/modal-client#2797] NVIDIA A10; the A10G prints the same
     "A10G": 23028,  # [seen modal-labs/modal-client#2797]
@@ -49,7 +49,7 @@ GPU_PRESETS: dict[str, int] = {
     "RTX-PRO-6000": 97887,  # [brief] RTX PRO 6000 Blackwell (Server and Workstation Edition)
     "H200": 143771,  # [seen sgl-project/sglang#3196], also [smi] "NVIDIA H200 NVL (143771 MiB)"
     "B200": 183359,  # [smi] NVIDIA B200
-    "GB200": 189471,  # [derived] 185 GiB of HBM3e per Blackwell GPU in a GB200 superchip; not seen printed here
+    "GB200": 189471,  # [derived] 185 GiB of HBM3e per GB200 GPU; not seen printed
     "MI300X": 196592,  # [derived] 8 x 25767706624 B, one CPX partition's size (ROCm/legacy-rocm-build#4750)
     "MI308X": 196592,  # [derived] the same 192 GB HBM3 as the MI300X
     "MI325X": 262144,  # [derived] 256 GiB HBM3E

@@ -107,7 +107,8 @@ def test_0_5_10_qwen3_5_nextn_fails_with_the_radix_value_error_like_0_5_11(qwen3
     for version in ("0.5.10", "0.5.11", "0.5.13"):
         r = fit(EXAMPLE_A, qwen35, A6000, version=version, **MEASURED_A)
         assert r.error is not None and r.error.startswith(
-            "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache"
+            "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with "
+            "radix cache"
         )
 
 
