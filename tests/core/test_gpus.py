@@ -123,7 +123,9 @@ def test_a_baseline_no_preset_explains_gets_free_memory_plus_a_typical_context()
         ("AMD Instinct MI355X", "MI355X", 294912),
     ],
 )
-def test_printed_names_are_accepted_with_the_memory_the_tool_reports(printed: str, name: str, mib: int) -> None:
+def test_printed_names_are_accepted_with_the_memory_the_tool_reports(
+    printed: str, name: str, mib: int
+) -> None:
     assert (parse_gpu(printed).name, parse_gpu(printed).mib) == (name, mib)
 
 
