@@ -298,3 +298,26 @@ def test_0_5_23_captures_mla_prefill_graphs_up_to_8192_tokens() -> None:
     new = resolve_defaults(LaunchSpec(tp_size=8), ds, 183359, "0.5.23")
     assert (old.prefill_graph_sizes, new.prefill_graph_sizes) == (42, 58)
     assert old.mem_fraction_static_auto == new.mem_fraction_static_auto
+
+
+# --- the opt-in piecewise graph's reserve, 0.5.4 to 0.5.9 ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "reserved"),
+    [
+        # 48 GB card (no floor): 512 + 1.5 x 4096 + 2 x 32 + 128 = 6848 before the piecewise term
+        ("0.5.4", 6848),  # --enable-piecewise-cuda-graph exists, nothing reserved for it
+        ("0.5.5", 6848 + 4096 // 4),  # piecewise_cuda_graph_max_tokens defaults to 4096, // 4 after the floor
+        ("0.5.6", 6848 + 4096 // 4),
+        ("0.5.7", 6848 + 4096 // 8),  # max tokens = the chunk (4096), // 8
+        ("0.5.8", 6848 + 8 * 50),  # 8 MiB per captured size (50 up to 4096), before the floor
+        ("0.5.9", 6848 + 8 * 50),
+    ],
+)
+def test_the_opt_in_piecewise_graph_reserve_per_release(
+    llama8b: ModelFacts, version: str, reserved: int
+) -> None:
+    # server_args._handle_gpu_memory_settings of 0.5.5.post3 (line 835), 0.5.7 (line 944), 0.5.8
+    spec = LaunchSpec(enable_piecewise_cuda_graph=True)
+    assert resolve_defaults(spec, llama8b, 49140, version).reserved_mib == reserved

@@ -189,7 +189,7 @@ def resolve_defaults(spec: LaunchSpec, model: ModelFacts, gpu_mib: int, window: 
         activation += 3 * max_bs * dp
         if max_bs > 300:
             activation += 1.5 * max_bs * dp
-    if prefill_graph:
+    if prefill_graph and rules.piecewise_reserve == "per-size":
         # 8 MiB per captured size; an MLA backend reserves a flat 1.5 GiB instead (0.5.10 on)
         activation += 1536 if model.is_mla and rules.prefill_graph != "opt-in" else 8 * n_sizes
     reserved = activation + spec.tp_size * spec.pp_size / 8 * 1024
@@ -200,6 +200,9 @@ def resolve_defaults(spec: LaunchSpec, model: ModelFacts, gpu_mib: int, window: 
         reserved += rules.standalone_reserve_mib
     elif algo and algo != "NGRAM":
         reserved += rules.spec_reserve_mib
+    if prefill_graph and rules.piecewise_reserve == "after-floor":
+        max_tokens = rules.piecewise_max_tokens_default or chunk
+        reserved += max_tokens // rules.piecewise_reserve_divisor  # 0.5.5-0.5.7: after the floor
     deepep = (spec.values.get("--moe-a2a-backend") or "") == "deepep"
     if rules.deepep_reserve_mib and deepep and not spec.disable_cuda_graph:
         reserved += rules.deepep_reserve_mib

@@ -47,6 +47,12 @@ class Rules:
     multimodal_shrink: float = 1.0  # ModelRunner shrinks every multimodal fraction, a set one too
     # --- the prefill CUDA graph the automatic fraction reserves for ---
     prefill_graph: str = "none"  # "none" | "opt-in" (piecewise) | "piecewise" (default on) | "breakable"
+    # how the automatic fraction reserves for it: "none"; "after-floor" (max tokens // divisor, added
+    # after the 10 GiB floor; max tokens 4096 by default, or the chunk when that default is 0);
+    # "per-size" (8 MiB per captured size, before the floor; MLA 1.5 GiB from 0.5.10)
+    piecewise_reserve: str = "none"
+    piecewise_reserve_divisor: int = 4
+    piecewise_max_tokens_default: int = 4096
     # what turns the default breakable graph off: mla, mla-non-dsa, dp-attention, pp, nemotron-h,
     # multimodal (every VLM) or multimodal-unlisted (VLMs outside the allowlist)
     breakable_off: frozenset[str] = frozenset()
@@ -192,19 +198,37 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
             "not_enough_memory_text": "self.server_args",
         },
     ),
-    ("0.5.4", "0.5.4 state split", "model_runner.handle_max_mamba_cache", {"mamba_state": "split-copies"}),
-    ("0.5.5", "0.5.5 opt-in piecewise graph", "server_args", {"prefill_graph": "opt-in"}),
+    (
+        "0.5.4",
+        "0.5.4 state split",
+        "model_runner.handle_max_mamba_cache; server_args (--enable-piecewise-cuda-graph, no reserve for it)",
+        {"mamba_state": "split-copies", "prefill_graph": "opt-in"},
+    ),
+    (
+        "0.5.5",
+        "0.5.5 piecewise reserve",
+        "server_args._handle_gpu_memory_settings (0.5.5.post3, 0.5.6): + piecewise_cuda_graph_max_tokens "
+        "(4096) // 4 after the floor",
+        {"piecewise_reserve": "after-floor"},
+    ),
     (
         "0.5.7",
         "0.5.7 spec state first",
-        "model_runner.handle_max_mamba_cache; model_runner.init_memory_pool (no EAGLE headroom)",
-        {"mamba_state": "spec-first-512", "spec_pool_headroom": "none"},
+        "model_runner.handle_max_mamba_cache; model_runner.init_memory_pool (no EAGLE headroom); "
+        "server_args._handle_gpu_memory_settings (piecewise max tokens = the chunk, reserve // 8)",
+        {
+            "mamba_state": "spec-first-512",
+            "spec_pool_headroom": "none",
+            "piecewise_reserve_divisor": 8,
+            "piecewise_max_tokens_default": 0,
+        },
     ),
     (
         "0.5.8",
         "0.5.8 SWA split",
-        "server_args._handle_model_specific_adjustments",
-        {"swa_split": "gpt-oss-trtllm-spec"},
+        "server_args._handle_model_specific_adjustments; _handle_gpu_memory_settings (8 MiB per "
+        "piecewise size, before the floor)",
+        {"swa_split": "gpt-oss-trtllm-spec", "piecewise_reserve": "per-size"},
     ),
     (
         "0.5.9",
