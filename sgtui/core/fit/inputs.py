@@ -9,7 +9,8 @@ from sgtui.core.fit.pools import KvLayout, StateShape
 from sgtui.core.fit.spec import SpecDecoding
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.model import ModelFacts
-from sgtui.core.sglang.windows import Rules, Window
+from sgtui.core.sglang.rules import Rules
+from sgtui.core.sglang.windows import Window
 
 GIB = 1 << 30
 

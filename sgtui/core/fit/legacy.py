@@ -7,7 +7,7 @@ release's server_args.py `__post_init__`.
 from __future__ import annotations
 
 from sgtui.core.flags import LaunchSpec
-from sgtui.core.sglang.windows import Rules
+from sgtui.core.sglang.rules import Rules
 
 
 def _tp_fraction(parallel: int, fractions: tuple[float, float, float, float, float]) -> float:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sgtui.core.fit import errors as fit_errors
 from sgtui.core.flags import LaunchSpec
-from sgtui.core.sglang.windows import Rules
+from sgtui.core.sglang.rules import Rules
 
 GIB = 1 << 30
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from sgtui.core.errors import UserError
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.model import DTYPE_BYTES, ModelFacts, estimate_param_count, mtp_weight_bytes
-from sgtui.core.sglang.windows import Rules
+from sgtui.core.sglang.rules import Rules
 
 KV_DTYPE_BYTES: dict[str, float] = {
     "fp8_e4m3": 1,

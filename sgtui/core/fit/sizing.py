@@ -8,7 +8,7 @@ from sgtui.core.fit.errors import PredictedError
 from sgtui.core.fit.inputs import GIB, Inputs
 from sgtui.core.fit.mamba import MambaBudget, resolve_strategy, take_state
 from sgtui.core.fit.report import BudgetLine, FitReport, FitWarning, MambaPool
-from sgtui.core.sglang.windows import Rules
+from sgtui.core.sglang.rules import Rules
 
 
 def _max_running(rules: Rules, tokens: int, ctx: int, user: int | None, dp: int) -> int:
