@@ -408,7 +408,8 @@ def test_mamba_json_has_slot_size_and_state(qwen35: ModelFacts) -> None:
 @pytest.mark.parametrize(
     ("version", "opened_in"),
     [
-        ("0.4.3.post4", "0.4.1"),
+        ("0.4.3.post4", "0.4.3.post3"),
+        ("0.4.2", "0.4.1.post4"),
         ("0.5.9", "0.5.9"),
         ("0.5.10.post1", "0.5.10"),
         ("v0.5.11", "0.5.11"),

@@ -73,7 +73,7 @@ def test_windows_open_in_release_order_and_each_changes_something() -> None:
         ("0.5.10", "0.5.10"),
         ("0.5.12", "0.5.11"),
         ("0.5.17", "0.5.17"),
-        ("0.4.3.post4", "0.4.1"),
+        ("0.4.3.post4", "0.4.3.post3"),
         ("0.4.7.post1", "0.4.7.post1"),
     ],
 )
@@ -152,9 +152,26 @@ def test_old_eagle_targets_grow_their_pool_by_the_draft_and_verify_headroom(llam
     assert _eagle_tokens(llama8b, "0.5.6", max_running_requests=16) - profiled == 16 * 28 + 100
 
 
-def test_0_4_3_headroom_counts_steps_for_its_estimated_requests(llama8b: ModelFacts) -> None:
-    # no 48-request default yet: SGLang's estimate clamp(tokens/context*512, 2048, 4096) = 2048
-    assert _eagle_tokens(llama8b, "0.4.3") - _eagle_tokens(llama8b, "0.5.9") == 2048 * 5 + 100
+def test_0_4_1_post4_to_0_4_3_post2_grow_only_the_draft_pool(llama8b: ModelFacts) -> None:
+    # model_runner.init_memory_pool (0.4.2): draft_runner_cache_size = tokens + requests x steps + 100
+    # sizes the draft worker's pool; the target keeps the profiled size. No 48-request default yet:
+    # SGLang's estimate clamp(tokens/context*512, 2048, 4096) = 2048. 0.4.3.post3 grows both.
+    args = {"free_gib": 78.5, "weights_gib": 15.0, "draft_weights_gib": 0.5}
+    eagle = LaunchSpec(
+        mem_fraction_static=0.85,
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=5,
+        speculative_eagle_topk=4,
+        speculative_num_draft_tokens=8,
+        speculative_draft_model_path="/d",
+    )
+    profiled = _eagle_tokens(llama8b, "0.5.9")
+    old = fit(eagle, llama8b, H100, version="0.4.3.post2", **args)
+    assert old.max_total_num_tokens == profiled
+    draft_layer = 8 * 128 * 2 * 2  # the EAGLE draft's one layer, K and V
+    assert old.draft_kv_gib * 2**30 == pytest.approx((profiled + 2048 * 5 + 100) * draft_layer)
+    assert _eagle_tokens(llama8b, "0.4.1.post3") == profiled  # no headroom before 0.4.1.post4
+    assert _eagle_tokens(llama8b, "0.4.3.post3") - profiled == 2048 * (5 * 4 + 8) + 100
 
 
 # --- Mamba / linear-attention state before 0.5.9 --------------------------------------------------

@@ -120,7 +120,10 @@ def size_pools(report: FitReport, x: Inputs) -> str | None:
         if weights_error:
             raise PredictedError(fit_errors.loaded_weights(x.mfs, x.available, x.p))
         raise PredictedError(fit_errors.not_enough_memory(rules.not_enough_memory_text, x.mfs))
-    tokens = _page_floor(_with_speculative_headroom(tokens, x), page)
+    extra = _speculative_headroom(tokens, x)
+    draft_pool_tokens = tokens + extra  # 0.4.1.post4 on: the draft's pool always gets the headroom
+    if x.rules.spec_pool_headroom == "steps-topk-draft":
+        tokens = _page_floor(tokens + extra, page)  # 0.4.3.post3-0.5.6: the target's pool too
     if spec.max_total_tokens is not None:
         if spec.max_total_tokens > tokens:
             report.notes.append(
@@ -176,7 +179,8 @@ def size_pools(report: FitReport, x: Inputs) -> str | None:
     report.req_to_token_gib = (mrr + 1) * (x.ctx + 4 + d) * 4 / GIB
     if x.draft_layers and not folds_draft:
         per_layer = x.layout.k_bytes_per_token_layer + x.layout.v_bytes_per_token_layer
-        report.draft_kv_gib = tokens * per_layer * x.draft_layers / GIB
+        draft_tokens = draft_pool_tokens if x.rules.spec_pool_headroom == "draft-steps" else tokens
+        report.draft_kv_gib = draft_tokens * per_layer * x.draft_layers / GIB
     if x.shape is not None:
         report.mamba = _mamba_pool(x, b, mrr)
         if b.radix_disabled and not spec.disable_radix_cache:
@@ -281,21 +285,22 @@ def _swa_request_cap(x: Inputs, page: int) -> int | None:
     return -(-cap // page) * page
 
 
-def _with_speculative_headroom(tokens: int, x: Inputs) -> int:
-    """0.4.1 to 0.5.6 grow an EAGLE target's pool past the profiled size (model_runner.init_memory_pool),
-    since draft and verify tokens of the same requests share it: by requests x steps + 100 up to
-    0.4.3, then by requests x (steps x topk + draft tokens) + 100. The requests are
-    --max-running-requests (48 under EAGLE from 0.4.6), else SGLang's estimate."""
+def _speculative_headroom(tokens: int, x: Inputs) -> int:
+    """The EAGLE headroom model_runner.init_memory_pool adds past the profiled size, since draft and
+    verify tokens of the same requests share the pool: requests x steps + 100 for the draft's pool
+    only (0.4.1.post4 to 0.4.3.post2), then requests x (steps x topk + draft tokens) + 100 for both
+    pools (0.4.3.post3 to 0.5.6). The requests are --max-running-requests (48 under EAGLE from
+    0.4.6), else SGLang's estimate. 0 where the window adds none."""
     sd, headroom = x.sd, x.rules.spec_pool_headroom
     if sd is None or sd.algorithm == "NGRAM" or headroom == "none":
-        return tokens
+        return 0
     user = x.spec.max_running_requests
     if user is None and x.rules.spec_default_max_running:
         user = x.max_running
     requests = user if user is not None else max(min(int(tokens / x.ctx * 512), 4096), 2048)
-    if headroom == "steps":
-        return tokens + requests * sd.steps + 100
-    return tokens + requests * (sd.steps * sd.topk + sd.draft_tokens) + 100
+    if headroom == "draft-steps":
+        return requests * sd.steps + 100
+    return requests * (sd.steps * sd.topk + sd.draft_tokens) + 100
 
 
 def _mamba_pool(x: Inputs, b: MambaBudget, mrr: int) -> MambaPool:

@@ -59,7 +59,7 @@ class Rules:
     max_running_rule: str = "user"
     max_running_reduced_warning: bool = False
     spec_default_max_running: bool = False  # an unset value becomes 48 under speculative decoding
-    spec_pool_headroom: str = "none"  # EAGLE target pool growth: "none" | "steps" | "steps-topk-draft"
+    spec_pool_headroom: str = "none"  # EAGLE pool growth: "none" | "draft-steps" | "steps-topk-draft"
     draft_kv_in_cell: bool = False  # a resolved EAGLE/NextN draft's KV is folded into the cell
     kv_quant_algo_honoured: bool = False  # kv_cache_quant_algo=FP8 in the checkpoint makes auto fp8
     kv_scheme_honoured: bool = False  # compressed-tensors kv_cache_scheme does too

@@ -72,11 +72,18 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "server_args.__post_init__ (TP 8 0.81); model_runner: multimodal x0.95",
         {"tp_fractions": (0.88, 0.87, 0.85, 0.81, 0.79), "multimodal_shrink": 0.95},
     ),
-    ("0.4.1", "0.4.1 EAGLE draft headroom", "model_runner.init_memory_pool", {"spec_pool_headroom": "steps"}),
     (
-        "0.4.4",
-        "0.4.4 EAGLE target headroom",
-        "model_runner.init_memory_pool: requests x (steps x topk + draft) + 100",
+        "0.4.1.post4",
+        "0.4.1.post4 EAGLE draft headroom",
+        "model_runner.init_memory_pool (draft_runner_cache_size = tokens + requests x steps + 100, the "
+        "draft's pool only; 0.4.1 to 0.4.1.post3 have none)",
+        {"spec_pool_headroom": "draft-steps"},
+    ),
+    (
+        "0.4.3.post3",
+        "0.4.3.post3 EAGLE target headroom",
+        "model_runner.init_memory_pool: requests x (steps x topk + draft) + 100, and the target's pool "
+        "set to the draft's (0.4.3.post2 grows the draft's only)",
         {"spec_pool_headroom": "steps-topk-draft"},
     ),
     (
