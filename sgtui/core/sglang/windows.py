@@ -36,7 +36,7 @@ class Window:
         return parse_version(self.opened_in)
 
     def describe(self) -> str:
-        return f"{self.name} (opened in {self.opened_in})"
+        return f"'{self.name}' window, opened in {self.opened_in}"
 
 
 # (opened_in, name, where it was read, changes). The named functions were read in that release's wheel
@@ -353,5 +353,5 @@ def window_note(version: str) -> str:
     v = parse_version(version)
     w = window_for(v)
     if v.is_untagged:
-        return f"SGLang {version} is an untagged build: using the newest rules ({w.describe()})"
-    return f"SGLang {version}: rules of the {w.describe()} window"
+        return f"SGLang {version} is an untagged build: using the newest rules (the {w.describe()})"
+    return f"SGLang {version}: the rules of the {w.describe()}"
