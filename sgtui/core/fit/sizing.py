@@ -51,7 +51,9 @@ def size_pools(report: FitReport, x: Inputs) -> str | None:
             rules,
             speculative=x.sd is not None,
             arch=model.architecture,
-            extra_buffer_ok=model.is_gdn_hybrid,
+            # _support_mamba_cache_extra_buffer: the listed hybrids, with the triton linear-attn backend
+            extra_buffer_ok=model.is_gdn_hybrid
+            and str(spec.values.get("--linear-attn-backend") or "triton") == "triton",
         )
         if b.strategy == "no_buffer" and not b.radix_disabled:
             report.page_size = 1  # no_buffer with the radix cache forces page 1
