@@ -161,11 +161,23 @@ _BY_KEY: dict[str, str] = {_key(name): name for name in GPU_PRESETS} | {
 }
 
 
+def preset_name(text: str) -> str | None:
+    """The preset a preset or printed name means ("NVIDIA H100 80GB HBM3" -> "H100-80G"), else None."""
+    key = _key(text.strip())
+    return _BY_KEY.get(key) or next((n for pattern, n in _SMI_NAMES if pattern.search(key)), None)
+
+
+def is_rocm(name: str) -> bool:
+    """An AMD Instinct card (SGLang runs on ROCm there), by preset or printed name."""
+    preset = preset_name(name) or ""
+    return preset.startswith("MI") or name.strip().upper().startswith(("AMD", "MI"))
+
+
 def parse_gpu(text: str) -> GpuSpec:
-    """A preset name (any case or punctuation: "h100 80g", "RTX_PRO_6000") or a size ("49140MiB", "48GiB")."""
+    """A preset name (any case or punctuation: "h100 80g", "RTX_PRO_6000"), a name as nvidia-smi or
+    rocm-smi prints it ("NVIDIA L40S", "AMD Instinct MI300X") or a size ("49140MiB", "48GiB")."""
     raw = text.strip()
-    key = _key(raw)
-    name = _BY_KEY.get(key) or next((n for pattern, n in _SMI_NAMES if pattern.search(key)), None)
+    name = preset_name(raw)
     if name is not None:
         return GpuSpec(name=name, mib=GPU_PRESETS[name])
     size = _SIZE.match(raw)

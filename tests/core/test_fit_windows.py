@@ -321,3 +321,12 @@ def test_the_opt_in_piecewise_graph_reserve_per_release(
     # server_args._handle_gpu_memory_settings of 0.5.5.post3 (line 835), 0.5.7 (line 944), 0.5.8
     spec = LaunchSpec(enable_piecewise_cuda_graph=True)
     assert resolve_defaults(spec, llama8b, 49140, version).reserved_mib == reserved
+
+
+def test_the_aiter_shrink_also_knows_a_rocm_card_by_its_printed_name(llama8b: ModelFacts) -> None:
+    from sgtui.core.gpus import GpuSpec
+
+    printed = GpuSpec("AMD Instinct MI300X", MI300X.mib)  # what the GPU sampler reports on a ROCm host
+    assert fit(
+        LaunchSpec(mem_fraction_static=0.8), llama8b, printed, version="0.5.9"
+    ).mem_fraction_static == (pytest.approx(0.68))

@@ -136,3 +136,10 @@ def test_the_l4_is_22_49_gib_usable_not_24() -> None:
 def test_a_derived_size_is_never_guessed_from_a_baseline() -> None:
     # 15.24 GiB free fits a 16303 MiB RTX 5080 too, but that size was worked out, not seen printed
     assert guess_gpu_from_free(15.24).name.startswith("RTX-4080")
+
+
+def test_rocm_cards_are_known_by_preset_or_printed_name() -> None:
+    from sgtui.core.gpus import is_rocm, preset_name
+
+    assert is_rocm("MI300X") and is_rocm("AMD Instinct MI355X") and not is_rocm("NVIDIA H100 80GB HBM3")
+    assert preset_name("NVIDIA H100 80GB HBM3") == "H100-80G" and preset_name("Voodoo5") is None

@@ -34,7 +34,7 @@ from sgtui.core.fit.spec import (
     speculative_params,
 )
 from sgtui.core.flags import LaunchSpec
-from sgtui.core.gpus import GpuSpec
+from sgtui.core.gpus import GpuSpec, is_rocm
 from sgtui.core.model import ModelFacts
 from sgtui.core.sglang.windows import Window, window_for, window_note
 
@@ -49,10 +49,6 @@ NCCL_GIB = 0.25
 # That reservation is generous: in real logs graphs and activations used about half of it (001.log:
 # 0.93 GiB of graphs, 2.09 GiB left after the pools, against a 3.7 GiB estimate), so half is the line.
 TIGHT_SHARE = 0.5
-
-# GPU names whose SGLang runs on ROCm (where aiter is the default attention backend for MHA models).
-_ROCM_PREFIXES = ("MI",)
-
 
 def fit(
     spec: LaunchSpec,
@@ -136,7 +132,7 @@ def _aiter_shrinks(spec: LaunchSpec, model: ModelFacts, gpu: GpuSpec, window: Wi
     backend = (spec.attention_backend or "").lower()
     if backend:
         return backend == "aiter"
-    return gpu.name.upper().startswith(_ROCM_PREFIXES) and not model.is_mla
+    return is_rocm(gpu.name) and not model.is_mla
 
 
 def _resolve(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from sgtui.core.errors import UserError
 from sgtui.core.flags import LaunchSpec
+from sgtui.core.gpus import is_rocm, preset_name
 from sgtui.core.model import DTYPE_BYTES, ModelFacts, estimate_param_count, mtp_weight_bytes
 from sgtui.core.sglang.rules import Rules
 
@@ -159,9 +160,10 @@ def _dsa_fp8_row_bytes(spec: LaunchSpec, model: ModelFacts, gpu_name: str) -> in
     }
     if "trtllm" in backends or backends == {"tilelang"}:
         return None
-    if backends == {""} and gpu_name.upper().startswith(_RAW_DSA_ROW_GPUS):
+    preset = (preset_name(gpu_name) or gpu_name).upper()
+    if backends == {""} and preset.startswith(_RAW_DSA_ROW_GPUS):
         return None
-    if gpu_name.upper().startswith("MI"):
+    if is_rocm(gpu_name):
         return None  # on ROCm every DSA backend reads the raw row
     rank = model.kv_lora_rank
     return rank + rank // 128 * 4 + model.qk_rope_head_dim * 2
