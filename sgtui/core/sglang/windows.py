@@ -21,7 +21,7 @@ from sgtui.core.sglang.rules import Rules
 from sgtui.core.sglang.versions import ReleaseVersion, parse_version
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Window:
     """A run of releases with the same rules: `name`, the release that opened it, and its rules."""
 
