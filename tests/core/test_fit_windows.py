@@ -330,3 +330,25 @@ def test_the_aiter_shrink_also_knows_a_rocm_card_by_its_printed_name(llama8b: Mo
     assert fit(
         LaunchSpec(mem_fraction_static=0.8), llama8b, printed, version="0.5.9"
     ).mem_fraction_static == (pytest.approx(0.68))
+
+
+@pytest.mark.parametrize(
+    ("version", "gpu_mib", "tp", "chunk", "max_bs"),
+    [
+        # server_args.__post_init__ 0.4.0-0.4.7: under 25,000 MiB 2048 and bs 8 (80 at tp >= 4), else 8192 / 160
+        ("0.4.6", 24564, 1, 2048, 8),
+        ("0.4.6", 24564, 4, 2048, 80),
+        ("0.4.6", 49140, 1, 8192, 160),
+        # 0.4.7.post1-0.5.2: by GPU class: under 35 GiB 2048, under 160 GiB 8192, else 16384
+        ("0.5.2", 32607, 1, 2048, 8),
+        ("0.5.2", 49140, 1, 8192, 160),
+        ("0.5.2", 183359, 8, 16384, 160),
+        # 0.5.3 on: the five-tier table of _handle_gpu_memory_settings
+        ("0.5.3", 49140, 1, 4096, 32),
+    ],
+)
+def test_the_prefill_and_graph_tiers_of_each_era(
+    llama8b: ModelFacts, version: str, gpu_mib: int, tp: int, chunk: int, max_bs: int
+) -> None:
+    d = resolve_defaults(LaunchSpec(tp_size=tp), llama8b, gpu_mib, version)
+    assert (d.chunked_prefill_size, d.cuda_graph_max_bs) == (chunk, max_bs)

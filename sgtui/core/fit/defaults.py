@@ -46,6 +46,14 @@ def _window(window: Window | str) -> Window:
 
 
 def _tier(gpu_mib: int, tp: int, window: Window) -> tuple[int, int]:
+    """(chunked prefill, decode graph max bs) for this GPU, by the window's tier table."""
+    table = window.rules.tier_table
+    if table == "0.4":  # 0.4.0-0.4.7 server_args.__post_init__ (0.4.0: bs 8 at any TP)
+        return (2048, 8 if tp < 4 else 80) if gpu_mib < 25_000 else (8192, 160)
+    if table == "class":  # 0.4.7.post1-0.5.2
+        if gpu_mib < 35 * 1024:
+            return 2048, 8 if tp < 4 else 80
+        return (8192, 160) if gpu_mib < 160 * 1024 else (16384, 160)
     if gpu_mib < 20 * 1024:
         return 2048, 8
     if gpu_mib < 35 * 1024:

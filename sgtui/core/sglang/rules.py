@@ -23,7 +23,11 @@ class Rules:
     auto_mfs: str = "tp-table"
     tp_fractions: tuple[float, float, float, float, float] = (0.90, 0.85, 0.82, 0.80, 0.80)  # TP 1/2/4/8/16
     class_reserve_standalone_mib: int = 2048  # "class-reserve": STANDALONE's reserve (EAGLE: 2048)
-    # the < 35 GiB tier: (chunked prefill, decode graph max bs at tp < 4, at tp >= 4)
+    # the chunked-prefill / decode-graph tiers: "0.4" (2048 and bs 8, or 80 at tp >= 4, under 25,000 MiB;
+    # else 8192 and 160), "class" (under 35 GiB 2048 and 8 | 80; under 160 GiB 8192; else 16384; bs 160),
+    # "formula" (5 tiers, the < 35 GiB one below)
+    tier_table: str = "0.4"
+    # the < 35 GiB tier of "formula": (chunked prefill, decode graph max bs at tp < 4, at tp >= 4)
     small_tier: tuple[int, int, int] = (2048, 24, 80)
     unknown_gpu_mfs: float = 0.88  # when the GPU's memory cannot be read
     spec_reserve_mib: int = 0  # EAGLE/EAGLE3/NEXTN/MTP, added after the 10 GiB floor

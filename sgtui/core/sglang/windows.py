@@ -94,7 +94,12 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
     ),
     ("0.4.6.post2", "0.4.6.post2 bump", "server_args.__post_init__", {"auto_mfs": "tp-table-bump"}),
     ("0.4.7", "0.4.7 spec bump", "server_args.__post_init__", {"auto_mfs": "tp-table-bump-spec"}),
-    ("0.4.7.post1", "0.4.7.post1 class reserve", "server_args.__post_init__", {"auto_mfs": "class-reserve"}),
+    (
+        "0.4.7.post1",
+        "0.4.7.post1 class reserve",
+        "server_args.__post_init__ (fraction and chunked-prefill / graph tiers by GPU class)",
+        {"auto_mfs": "class-reserve", "tier_table": "class"},
+    ),
     (
         "0.4.8",
         "0.4.8 aiter shrink",
@@ -118,6 +123,7 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "'Current value: {self.server_args.mem_fraction_static=}')",
         {
             "auto_mfs": "formula",
+            "tier_table": "formula",
             "spec_reserve_mib": 2048,
             "standalone_reserve_mib": 6144,
             "kv_quant_algo_honoured": True,
