@@ -335,7 +335,7 @@ def test_the_aiter_shrink_also_knows_a_rocm_card_by_its_printed_name(llama8b: Mo
 @pytest.mark.parametrize(
     ("version", "gpu_mib", "tp", "chunk", "max_bs"),
     [
-        # server_args.__post_init__ 0.4.0-0.4.7: under 25,000 MiB 2048 and bs 8 (80 at tp >= 4), else 8192 / 160
+        # server_args.__post_init__ 0.4.0-0.4.7: under 25,000 MiB 2048, bs 8 (80 at tp >= 4); else 8192 / 160
         ("0.4.6", 24564, 1, 2048, 8),
         ("0.4.6", 24564, 4, 2048, 80),
         ("0.4.6", 49140, 1, 8192, 160),
