@@ -94,7 +94,7 @@ def test_bitsandbytes_nf4_with_double_quant_and_skipped_modules() -> None:
 
 def test_gpt_oss_20b_keeps_all_but_the_experts_in_bf16_and_lands_on_its_published_size() -> None:
     # mxfp4 experts (e2m1 + an e8m0 scale per 32); attention, router, embeddings, lm_head in bf16.
-    # openai/gpt-oss-20b's safetensors are 13.76 GB in all.
+    # openai/gpt-oss-20b's checkpoint is published as about 13.8 GB.
     m = load_model_facts(MODELS / "gpt_oss_20b" / "config.json")
     assert m.quant is not None and m.quant.experts_only
     assert m.weight_bytes == pytest.approx(13.76e9, rel=0.01)
