@@ -15,13 +15,15 @@ from sgtui.core.errors import UserError
 
 # name -> MiB, the "Memory-Usage" total nvidia-smi prints (rocm-smi's VRAM total for AMD). Where each
 # figure comes from:
-#   [seen X]   printed by nvidia-smi / rocm-smi in public material X (an issue or PR thread);
+#   [seen X]   printed by nvidia-smi / rocm-smi in public material X (an issue or PR thread); [nvml] is
+#              a public table of NVML totals observed in production (a GPU-rental validator's
+#              VRAM pre-check, found by code search: file 59322749610 of the project's search index);
 #   [brief]    the project's task brief (figures seen in real nvidia-smi output on those cards);
 #   [log]      the only total consistent with an automatic mem_fraction_static in a real SGLang log;
 #   [derived]  not seen printed: worked out from a sibling card with the same memory, or from the
 #              capacity, as the comment says. Correct it when a real nvidia-smi line turns up.
 GPU_PRESETS: dict[str, int] = {
-    "RTX-2080-Ti": 11264,  # [derived] 11 GiB GDDR6 = 11264 MiB, as GeForce cards print their full size
+    "RTX-2080-Ti": 11264,  # [seen] "9773MiB /  11264MiB" in nvidia-smi tables (code search)
     "T4": 15360,  # [seen modal-labs/modal-client#2797] Tesla T4
     "RTX-5080": 16303,  # [derived] 16 GiB GDDR7 less what the RTX 5090 (32607 of 32768) loses per 16 GiB
     "RTX-4080": 16376,  # [smi] NVIDIA GeForce RTX 4080 (also RTX 4070 Ti SUPER, RTX A4000)
@@ -33,17 +35,18 @@ GPU_PRESETS: dict[str, int] = {
     "A30": 24576,  # [derived] 24 GiB HBM2 (ECC off); with ECC on the driver keeps back a little more
     "RTX-5090": 32607,  # [seen noonghunna/club-3090#845] "0MiB / 32607MiB"
     "A100-40G": 40960,  # [seen modal-labs/modal-client#2797]
-    "L20": 46068,  # [derived] the same 48 GB GDDR6 board memory as the L40S
-    "L40": 46068,  # [derived] the same 48 GB GDDR6 as the L40S
+    "L20": 46068,  # [seen] "9MiB / 46068MiB" under "NVIDIA L20" (code search); 49140 with ECC off
+    "L40": 46068,  # [nvml] 46068 (75 %), 49140 (25 %, ECC off)
     "L40S": 46068,  # [seen modal-labs/modal-client#2797]
     "A6000": 49140,  # [brief] RTX A6000
     "MI250X": 65520,  # [derived] 64 GiB per GCD (rocm-smi lists each GCD of an MI250X as a GPU)
     "H100-80G": 81559,  # [seen modal-labs/modal-client#2797, google/gvisor#10413] H100 80GB HBM3 (SXM)
-    "H100-PCIe": 81559,  # [derived] the same 80 GB HBM as the SXM part
+    "H100-PCIe": 81559,  # [nvml]
     "H800": 81559,  # [derived] the H100 SXM's memory (ai-dynamo/aiconfigurator#968: identical HBM)
     "A100-80G": 81920,  # [seen modal-labs/modal-client#2797]
     "A800": 81920,  # [seen vllm-project/vllm#41519, dexmal/dexbotic#41] A800 80GB PCIe / SXM4
-    "H100-NVL": 95830,  # [seen NVIDIA/gpu-admin-tools#4] "0MiB / 95830MiB"
+    "H100-NVL": 95830,  # [seen NVIDIA/gpu-admin-tools#4] "0MiB / 95830MiB", also [nvml]
+    "H800-NVL": 95830,  # [derived] the H100 NVL's 94 GB
     "H20": 97871,  # [smi] NVIDIA H20 (96 GB)
     "GH200": 97871,  # [smi] GH200 480GB shows its 96 GB HBM as 97871 MiB
     "RTX-PRO-6000": 97887,  # [brief] RTX PRO 6000 Blackwell (Server and Workstation Edition)
@@ -53,27 +56,13 @@ GPU_PRESETS: dict[str, int] = {
     "MI300X": 196592,  # [derived] 8 x 25767706624 B, one CPX partition's size (ROCm/legacy-rocm-build#4750)
     "MI308X": 196592,  # [derived] the same 192 GB HBM3 as the MI300X
     "MI325X": 262144,  # [derived] 256 GiB HBM3E
-    "B300": 275040,  # [derived] "268 GB" HBM3e per GPU in a public benchmark table, "275 GB each" elsewhere
+    "B300": 275040,  # [nvml] NVIDIA B300 SXM6 AC
     "MI355X": 294912,  # [log] 288 GiB: SGLang 0.5.8's automatic 0.908 at TP 8 (27136 MiB kept back)
 }
 
 # The presets whose size is [derived], not seen printed: accepted by name, never guessed from a baseline.
 DERIVED_SIZES = frozenset(
-    {
-        "RTX-2080-Ti",
-        "RTX-5080",
-        "A30",
-        "L20",
-        "L40",
-        "MI250X",
-        "H100-PCIe",
-        "H800",
-        "GB200",
-        "MI300X",
-        "MI308X",
-        "MI325X",
-        "B300",
-    }
+    {"RTX-5080", "A30", "MI250X", "H800", "H800-NVL", "GB200", "MI300X", "MI308X", "MI325X"}
 )
 
 _ALIASES: dict[str, str] = {
@@ -101,6 +90,7 @@ _SMI_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^H100NVL", "H100-NVL"),
         (r"^H100PCIE", "H100-PCIe"),
         (r"^H100", "H100-80G"),
+        (r"^H800NVL", "H800-NVL"),
         (r"^H800", "H800"),
         (r"^A100.*40GB", "A100-40G"),
         (r"^A100", "A100-80G"),
@@ -204,8 +194,8 @@ CONTEXT_TYPICAL_GIB = 0.75
 
 def guess_gpu_from_free(free_gib: float) -> GpuSpec:
     """The GPU a measured baseline most likely came from: the smallest preset (of those whose size was
-    seen printed) whose total leaves room
-    for the CUDA context (and, within a few GiB, other holders), else free + a typical context.
+    seen printed) whose total leaves room for the CUDA context (and, within a few GiB, other holders),
+    else free + a typical context. Cards that print the same total are all named ("L40S/L20/L40").
     SGLang's automatic mem-fraction-static depends on the card's total, so a close guess matters when
     the flags leave it automatic."""
     fits = [
@@ -215,7 +205,18 @@ def guess_gpu_from_free(free_gib: float) -> GpuSpec:
         and free_gib + CONTEXT_MIN_GIB <= mib / 1024 <= free_gib + CONTEXT_MAX_GIB
     ]
     if fits:
-        mib, name = min(fits)
-        return GpuSpec(name=f"{name} (guessed from --free-gib)", mib=mib)
+        mib = min(fits)[0]
+        names = sorted((name for size, name in fits if size == mib), key=_GUESS_ORDER.index)
+        return GpuSpec(name=f"{'/'.join(names)} (guessed from --free-gib)", mib=mib)
     mib = math.ceil((free_gib + CONTEXT_TYPICAL_GIB) * 1024)
     return GpuSpec(name=f"{mib} MiB GPU (assumed from --free-gib)", mib=mib)
+
+
+# Same-size cards, the most common first (the order a guess names them in).
+_GUESS_ORDER = sorted(
+    GPU_PRESETS,
+    key=lambda n: (
+        0 if n in ("L40S", "H100-80G", "A100-80G", "A10", "H20", "RTX-3090") else 1,
+        list(GPU_PRESETS).index(n),
+    ),
+)
