@@ -29,7 +29,6 @@ class Rules:
     tier_table: str = "0.4"
     # the < 35 GiB tier of "formula": (chunked prefill, decode graph max bs at tp < 4, at tp >= 4)
     small_tier: tuple[int, int, int] = (2048, 24, 80)
-    unknown_gpu_mfs: float = 0.88  # when the GPU's memory cannot be read
     spec_reserve_mib: int = 0  # EAGLE/EAGLE3/NEXTN/MTP, added after the 10 GiB floor
     standalone_reserve_mib: int = 0
     deepep_reserve_mib: int = 0  # --moe-a2a-backend deepep, after the floor

@@ -302,8 +302,9 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
     (
         "0.5.20",
         "0.5.20 small-card tier",
-        "arg_groups/memory_hook.handle_gpu_memory_settings (< 35 GiB: 4096 / 48 | 160; unknown GPU 0.95)",
-        {"small_tier": (4096, 48, 160), "unknown_gpu_mfs": 0.95},
+        "arg_groups/memory_hook.handle_gpu_memory_settings (< 35 GiB: 4096 / 48 | 160; the 0.88 -> 0.95 "
+        "fallback for an unreadable GPU size never applies to a fit, which always has one)",
+        {"small_tier": (4096, 48, 160)},
     ),
     (
         "0.5.22",
