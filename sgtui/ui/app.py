@@ -558,8 +558,8 @@ class SgtuiApp(App[None]):
         self._fit_timer = self.set_timer(FIT_DEBOUNCE_S, self._start_fit)
 
     def _start_fit(self) -> None:
-        if not self.screen_stack:  # the debounce timer fired while the app was shutting down
-            return
+        if not self.is_running or not self.screen_stack:
+            return  # the debounce timer fired while the app was shutting down
         self._fit_generation += 1
         values = self.form.values()
         inputs = self.fit_inputs
