@@ -26,7 +26,7 @@ from sgtui.core.nvsmi import GpuProcess, Value, advice
 from sgtui.remote.connection import RemoteError, Result, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
 from sgtui.remote.tail import LogChunk, follow, read_rest
-from sgtui.remote.targets import Target, explain_failure
+from sgtui.remote.targets import Target, container_ended, container_restarted_since, explain_failure
 
 DEFAULT_RUNS_DIR = "/var/tmp/sgtui-runs"
 LOG_NAME = "server.log"
@@ -60,6 +60,7 @@ class RunStatus:
     state: RunState
     rc: int | None = None
     members: int = 0  # live (non-zombie) processes left in the run's process group
+    why: str | None = None  # for a run that ended with its container: that container's fate
 
 
 @dataclass(frozen=True)
@@ -218,10 +219,20 @@ class RunManager:
         ]
 
     async def status(self, run: RunRecord) -> RunStatus:
-        marker, _ = await self._script(
-            shell.status_script(run.pgid, run.start, run.boot, run.log_path), f"check run {run.id}"
-        )
-        return status_from_marker(marker)
+        """The run's state; a run whose container was stopped, removed or restarted reads as DEAD with
+        `why` saying so."""
+        script = shell.status_script(run.pgid, run.start, run.boot, run.log_path)
+        result = await self.conn.run(self.target.script(script), timeout=60)
+        marker = shell.parse_marker(result.stdout)
+        if marker is None:
+            if why := container_ended(self.host, self.target, result):
+                return RunStatus(RunState.DEAD, None, 0, why)
+            raise RunError(explain_failure(self.host, self.target, result, f"check run {run.id}"))
+        status = status_from_marker(marker)
+        ended = status.state in (RunState.DEAD, RunState.PID_REUSED)
+        if ended and (why := await container_restarted_since(self.conn, self.target, run.started_at)):
+            return RunStatus(RunState.DEAD, status.rc, 0, why)
+        return status
 
     async def stop(
         self,
@@ -259,6 +270,8 @@ class RunManager:
         marker = shell.parse_marker("\n".join(lines))
         if marker is None:
             failed = Result("\n".join(lines), "", None)
+            if self.target.kind != "host" and (await self.status(run)).why:  # its container is gone
+                return StopResult("not-running", None, 0, time.monotonic() - t0)
             raise RunError(explain_failure(self.host, self.target, failed, f"stop run {run.id}"))
         if marker.get("result") == "pid-reused":
             raise PidReusedError(

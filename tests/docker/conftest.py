@@ -10,8 +10,6 @@ namespace through `docker exec`, as it would with a real server in a real contai
 from __future__ import annotations
 
 import os
-import shlex
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from sgtui.remote.connection import LocalTransport
-from sgtui.remote.targets import Target
 from sgtui.sim.install import SGTUI_ROOT, install, install_venv
 from sgtui.sim.scenarios import SCENARIOS, SimVenv
 from sgtui.sim.state import HOST_PROC_ENV, StateStore
@@ -77,7 +74,8 @@ class DockerRig:
             wrapper = root / "opt/sglang/venv/bin/python"
             wrapper.write_text(
                 '#!/bin/sh\nv="${0%/bin/*}"\n'
-                'SGTUI_SIM_VENV="$v" PYTHONPATH="$v/lib/python3.12/site-packages" exec /usr/bin/python3 "$@"\n'
+                'SGTUI_SIM_VENV="$v" PYTHONPATH="$v/lib/python3.12/site-packages" '
+                'exec /usr/bin/python3 "$@"\n'
             )
             smi = root / "opt/sim-bin/nvidia-smi"
             smi.parent.mkdir(parents=True)
@@ -97,27 +95,38 @@ class DockerRig:
         docker_args: tuple[str, ...] = (),
         image: str | None = None,
         name: str | None = None,
+        command: tuple[str, ...] = ("sleep", "infinity"),
     ) -> str:
-        """Start a container (`sleep infinity` under docker's init) given `gpus`; returns its name."""
+        """Start a container (`command` under docker's init) given `gpus`; returns its name."""
         name = name or f"sgtui-t-{uuid.uuid4().hex[:8]}"
         with self.store.update() as state:
             state["containers"][name] = {"name": name, "running": True, "gpus": list(gpus), "venvs": []}
         state_path = str(self.state_dir)
         args = [
             "--init",
-            "--network", "none",
-            "-v", "/proc:/hostproc:ro",
-            "-v", f"{state_path}:{state_path}",
-            "-v", f"{self.opt_dir()}:/opt",
-            "-v", f"{SGTUI_ROOT}:{SGTUI_ROOT}:ro",
-            "-e", f"PATH={CONTAINER_PATH}",
-            "-e", f"{HOST_PROC_ENV}=/hostproc",
-            "-e", f"SGTUI_SIM_CONTAINER={name}",
-            "-e", f"SGTUI_SIM_SPEED={SPEED:g}",
-            "-e", "PYTHONDONTWRITEBYTECODE=1",
+            "--network",
+            "none",
+            "-v",
+            "/proc:/hostproc:ro",
+            "-v",
+            f"{state_path}:{state_path}",
+            "-v",
+            f"{self.opt_dir()}:/opt",
+            "-v",
+            f"{SGTUI_ROOT}:{SGTUI_ROOT}:ro",
+            "-e",
+            f"PATH={CONTAINER_PATH}",
+            "-e",
+            f"{HOST_PROC_ENV}=/hostproc",
+            "-e",
+            f"SGTUI_SIM_CONTAINER={name}",
+            "-e",
+            f"SGTUI_SIM_SPEED={SPEED:g}",
+            "-e",
+            "PYTHONDONTWRITEBYTECODE=1",
             *docker_args,
         ]
-        run_container(image or self.images.bash, name, args, ["sleep", "infinity"])
+        run_container(image or self.images.bash, name, args, list(command))
         self.containers.append(name)
         return name
 
@@ -127,8 +136,16 @@ class DockerRig:
     def launch_argv(self, port: int = 30000) -> list[str]:
         from tests.cases import QWEN_ARGS
 
-        return [PYTHON, "-m", "sglang.launch_server", *QWEN_ARGS, "--max-running-requests", "8",
-                "--port", str(port)]
+        return [
+            PYTHON,
+            "-m",
+            "sglang.launch_server",
+            *QWEN_ARGS,
+            "--max-running-requests",
+            "8",
+            "--port",
+            str(port),
+        ]
 
 
 @pytest.fixture
@@ -152,14 +169,3 @@ def rig(images: Images, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
 @pytest.fixture
 def local() -> LocalTransport:
     return LocalTransport("dockerhost")
-
-
-def target(name: str) -> Target:
-    return Target("docker", name)
-
-
-def quoted(words: list[str]) -> str:
-    return shlex.join(words)
-
-
-__all__ = ["PYTHON", "DockerRig", "Images", "quoted", "sys", "target"]

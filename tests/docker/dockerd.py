@@ -29,8 +29,13 @@ def docker_unavailable_reason() -> str | None:
     if exe is None:
         return "docker not installed (apt-get install docker.io; .ci/run does it and starts dockerd)"
     try:
-        info = subprocess.run([exe, "info", "--format", "{{.ServerVersion}}"], capture_output=True,
-                              text=True, timeout=20, check=False)
+        info = subprocess.run(
+            [exe, "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return "docker info timed out: dockerd is not answering"
     if info.returncode != 0 or not info.stdout.strip():

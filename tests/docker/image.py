@@ -20,11 +20,46 @@ from pathlib import Path
 
 TOOLS = [
     # coreutils
-    "cat", "chmod", "cp", "date", "dirname", "echo", "env", "false", "head", "id", "ln", "ls", "mkdir",
-    "mv", "nohup", "printf", "readlink", "rm", "seq", "sleep", "stat", "tail", "test", "touch", "true",
-    "base64", "wc", "df", "basename", "tr", "sort", "cut", "uname",
+    "cat",
+    "chmod",
+    "cp",
+    "date",
+    "dirname",
+    "echo",
+    "env",
+    "false",
+    "head",
+    "id",
+    "ln",
+    "ls",
+    "mkdir",
+    "mv",
+    "nohup",
+    "printf",
+    "readlink",
+    "rm",
+    "seq",
+    "sleep",
+    "stat",
+    "tail",
+    "test",
+    "touch",
+    "true",
+    "base64",
+    "wc",
+    "df",
+    "basename",
+    "tr",
+    "sort",
+    "cut",
+    "uname",
     # util-linux, procps, others
-    "setsid", "ps", "kill", "grep", "awk", "sh",
+    "setsid",
+    "ps",
+    "kill",
+    "grep",
+    "awk",
+    "sh",
 ]
 _LDD_PATH = re.compile(r"(/\S+)")
 
@@ -61,8 +96,20 @@ def python_files() -> tuple[str, list[str]]:
     exe = os.path.realpath(sys.executable)
     stdlib = sysconfig.get_paths()["stdlib"]
     dynload = sysconfig.get_paths()["platstdlib"] + "/lib-dynload"
-    skip = {"site-packages", "dist-packages", "test", "tests", "idlelib", "tkinter", "turtledemo",
-            "ensurepip", "lib2to3", "__pycache__", "pydoc_data", "config-3.11-x86_64-linux-gnu"}
+    skip = {
+        "site-packages",
+        "dist-packages",
+        "test",
+        "tests",
+        "idlelib",
+        "tkinter",
+        "turtledemo",
+        "ensurepip",
+        "lib2to3",
+        "__pycache__",
+        "pydoc_data",
+        "config-3.11-x86_64-linux-gnu",
+    }
     files: list[str] = []
     for base in (stdlib, dynload):
         for dirpath, dirnames, filenames in os.walk(base):
@@ -101,8 +148,12 @@ def import_image(
     """`docker import` the tree as `tag` (tar streamed over stdin, without the `leave_out` paths);
     returns the image id."""
     changes = ["-c", 'CMD ["/bin/sh"]', *(["-c", f"LABEL {label}"] if label else [])]
-    proc = subprocess.Popen([docker, "import", *changes, "-", tag],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [docker, "import", *changes, "-", tag],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None
     skip = {f"./{p.lstrip('/')}" for p in leave_out}
     with tarfile.open(fileobj=proc.stdin, mode="w|") as tar:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,7 @@ async def test_a_launch_runs_detached_inside_the_container_and_becomes_ready(
     # the run dir and log live in the container, not on the host
     inside = rig.exec(name, f"stat -c '%a %U %n' {run.run_dir} {run.log_path}; cat /proc/{run.pgid}/stat")
     assert run.log_path in inside
-    assert not __import__("os").path.exists(run.run_dir)
+    assert not Path(run.run_dir).exists()
     stat = inside.splitlines()[-1].rpartition(") ")[2].split()
     assert stat[2] == stat[3] == str(run.pgid)  # pgid and sid: setsid made it a session leader
     status = await manager.status(run)
@@ -62,7 +63,7 @@ async def test_the_host_sees_the_servers_gpu_memory_held_by_the_container_then_a
     assert holders and {p.container for p in holders} == {f"docker {cid[:12]}"}
     assert {p.gpu_index for p in holders} == {0, 1}
     for p in holders:  # host pids, not the container's own
-        assert open(f"/proc/{p.pid}/cgroup").read().count(cid) >= 1
+        assert cid in Path(f"/proc/{p.pid}/cgroup").read_text()
 
     result = await manager.stop(run, grace=5)
     assert (result.result, result.signal, result.members) == ("stopped", "TERM", 0)
@@ -83,7 +84,11 @@ async def test_a_restarted_sgtui_finds_the_run_again_and_follows_it_from_the_sta
     again = LocalTransport("dockerhost")
     manager = RunManager(again, Target("docker", name))
     found = [r for r in await manager.list_runs() if r.id == run.id]
-    assert len(found) == 1 and (found[0].pgid, found[0].start, found[0].argv) == (run.pgid, run.start, run.argv)
+    assert len(found) == 1 and (found[0].pgid, found[0].start, found[0].argv) == (
+        run.pgid,
+        run.start,
+        run.argv,
+    )
     assert (await manager.status(found[0])).state is RunState.RUNNING
     lines = await follow_until(manager, found[0], READY)
     assert any("Load weight begin" in ln for ln in lines)  # from byte 0, nothing lost
