@@ -16,6 +16,7 @@ import enum
 import logging
 import os
 import re
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,8 +25,9 @@ from typing import Any, Protocol
 
 import asyncssh
 
+from sgtui.core.errors import UserError
 from sgtui.core.shell import RemoteCommand
-from sgtui.remote.hosts import HostConfig, load_hosts, parse_jump, sgtui_known_hosts
+from sgtui.remote.hosts import HostConfig, expand_proxy_command, load_hosts, parse_jump, sgtui_known_hosts
 
 PasswordCallback = Callable[[str], Awaitable[str | None]]
 USER_KNOWN_HOSTS = Path(os.path.expanduser("~/.ssh/known_hosts"))
@@ -79,16 +81,31 @@ class HostKeyError(RemoteError):
     """The host's key is unknown or differs from the recorded one. Nothing was sent to it."""
 
     def __init__(
-        self, host: HostConfig, key: asyncssh.SSHKey | None, changed: bool, recorded_in: Path | None = None
+        self,
+        host: HostConfig,
+        key: asyncssh.SSHKey | None,
+        changed: bool,
+        recorded_in: Path | None = None,
+        *,
+        revoked: bool = False,
     ) -> None:
         self.host = host
         self.key = key
-        self.changed = changed
+        self.changed = changed or revoked  # a revoked key is never offered for acceptance either
+        self.revoked = revoked
         self.recorded_in = recorded_in
         self.fingerprint = key.get_fingerprint() if key is not None else "(no key seen)"
         kind = key.get_algorithm() if key is not None else "host"
         where = f"{host.name} ({host.hostname}:{host.port})"
-        if changed:
+        if host.host_key_alias:
+            where += f" (keys recorded as {host.host_key_alias})"
+        if revoked:
+            msg = (
+                f"REVOKED host key for {where}: it offers {kind} key {self.fingerprint}, which "
+                f"{recorded_in or 'your known_hosts'} marks @revoked; sgtui will not connect: ask the "
+                "host's owner which key it should have now"
+            )
+        elif changed:
             msg = (
                 f"HOST KEY CHANGED for {where}: it now offers {kind} key {self.fingerprint}, which differs "
                 "from the recorded key; someone may be intercepting the connection, or the host was "
@@ -219,10 +236,18 @@ async def _connect_learning_key_type(hostname: str, kwargs: dict[str, Any]) -> a
         return await asyncssh.connect(hostname, **kwargs, server_host_key_algs="default")
 
 
-def _recorded_in(paths: Sequence[Path], host: HostConfig, addr: str) -> Path | None:
-    """The known_hosts file holding the old key of a host whose key changed (for the message)."""
+def _known_match(known: asyncssh.SSHKnownHosts, host: HostConfig, addr: str) -> Any:
+    """What known_hosts says for this host: under its HostKeyAlias alone when it has one (as OpenSSH
+    looks it up: no address, no port), else by hostname, address and port."""
+    if host.host_key_alias:
+        return known.match(host.host_key_alias, "", None)
+    return known.match(host.hostname, addr, host.port)
+
+
+def _recorded_in(paths: Sequence[Path], host: HostConfig, addr: str, which: int = 0) -> Path | None:
+    """The known_hosts file holding the old (which=0) or the revoked (which=2) key, for the message."""
     for path in paths:
-        if _load_known_hosts([path]).match(host.hostname, addr, host.port)[0]:
+        if _known_match(_load_known_hosts([path]), host, addr)[which]:
             return path
     return None
 
@@ -233,6 +258,19 @@ class _Client(asyncssh.SSHClient):  # type: ignore[misc]
         self.offered_key: asyncssh.SSHKey | None = None
         self.addr = ""
         self._password_tries = 0
+        self.answers: dict[str, str] = {}  # what the user typed on this attempt, by prompt
+
+    async def _ask(self, prompt: str) -> str | None:
+        """The answer kept from an earlier connection on the first try, else the user's."""
+        cb = self._owner.password_cb
+        kept = self._owner._secrets.get(prompt)
+        if kept is not None and self._password_tries == 1:
+            self.answers[prompt] = kept
+            return kept
+        answer = None if cb is None else await cb(prompt)
+        if answer is not None:
+            self.answers[prompt] = answer
+        return answer
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         self.offered_key = key
@@ -246,7 +284,7 @@ class _Client(asyncssh.SSHClient):  # type: ignore[misc]
         self._password_tries += 1
         host = self._owner.host
         who = f"{host.user}@{host.hostname}" if host.user else host.hostname
-        return await cb(f"password for {who}")
+        return await self._ask(f"password for {who}")
 
     def kbdint_auth_requested(self) -> str | None:
         """Servers that ask for the password through keyboard-interactive (PAM) get the same prompt."""
@@ -265,8 +303,9 @@ class _Client(asyncssh.SSHClient):  # type: ignore[misc]
         self._password_tries += 1
         host = self._owner.host
         answers = []
-        for prompt, _echo in prompts:
-            answer = await cb(f"{host.name}: {prompt.strip() or 'password'}")
+        for prompt, echo in prompts:
+            text = f"{host.name}: {prompt.strip() or 'password'}"
+            answer = await (cb(text) if echo else self._ask(text))  # only secret answers are kept
             if answer is None:
                 return None
             answers.append(answer)
@@ -274,6 +313,70 @@ class _Client(asyncssh.SSHClient):  # type: ignore[misc]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._owner._connection_lost(exc)
+
+
+class _Secrets(dict[str, str]):
+    """Passwords kept in memory, by prompt; their repr never shows them (logs, tracebacks, debuggers)."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} password(s) kept in memory>"
+
+
+class ProxyCommand:
+    """A host's ProxyCommand run as OpenSSH runs it (`$SHELL -c "exec CMD"`, tokens expanded), its stdin
+    and stdout one end of a socket pair whose other end carries the SSH connection. Its stderr is kept
+    (not printed over the TUI) for the message when it fails."""
+
+    def __init__(self, command: str, proc: asyncio.subprocess.Process, sock: socket.socket) -> None:
+        self.command = command
+        self.proc = proc
+        self.sock = sock
+        self._err = bytearray()
+        self._reader = asyncio.ensure_future(self._read_stderr())
+
+    @classmethod
+    async def start(cls, host: HostConfig) -> ProxyCommand:
+        command = expand_proxy_command(host)
+        ours, theirs = socket.socketpair()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                os.environ.get("SHELL") or "/bin/sh",
+                "-c",
+                f"exec {command}",
+                stdin=theirs,
+                stdout=theirs,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # a Ctrl+C in the TUI does not reach it; close() ends it
+            )
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return cls(command, proc, ours)
+
+    async def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := await self.proc.stderr.read(4096):
+            self._err += chunk[: max(0, 4096 - len(self._err))]
+
+    def stderr_tail(self) -> str:
+        lines = [ln.strip() for ln in self._err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        return lines[-1][:300] if lines else ""
+
+    async def close(self) -> None:
+        self.sock.close()
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 2)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+                await self.proc.wait()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._reader, 1)
 
 
 class _ProcStream:
@@ -330,6 +433,11 @@ class Connection:
         self._closing = False
         self._keys: dict[str, asyncssh.SSHKey] = {}
         self._key_notes: list[str] = []
+        # passwords the user typed, by prompt: kept in memory for the session so a reconnect does not ask
+        # again (never written anywhere); dropped when the host refuses them
+        self._secrets = _Secrets()
+        self._proxy: ProxyCommand | None = None
+        self._closers: set[asyncio.Future[None]] = set()
         self.state = ConnState.CLOSED
 
     # -- events -------------------------------------------------------------------------------------------
@@ -367,14 +475,32 @@ class Connection:
         }
         if self.host.user:
             kwargs["username"] = self.host.user
+        if self.host.host_key_alias:  # OpenSSH looks the alias up alone (no address, no port)
+            kwargs["known_hosts"] = _known_match(known, self.host, "")[:3]
+        if self._agent_path != ():
+            kwargs["agent_path"] = self._agent_path
         if self._client_keys is not None:
             kwargs["client_keys"] = self._client_keys
+        elif self.host.identities_only and self.host.identity_files:
+            # only these keys, from their files or the agent: never ~/.ssh/id_* or other agent keys
+            keys = await self._identity_keys()
+            kwargs["client_keys"] = keys
+            if keys:
+                kwargs["agent_identities"] = [k[0] if isinstance(k, tuple) else k for k in keys]
+            else:
+                kwargs["agent_path"] = None
         elif any(Path(p).is_file() for p in self.host.identity_files):
             keys = await self._identity_keys()
             if keys:
                 kwargs["client_keys"] = keys
-        if self._agent_path != ():
-            kwargs["agent_path"] = self._agent_path
+        if self.host.proxy_command and self._tunnel is None:
+            try:
+                self._proxy = await ProxyCommand.start(self.host)
+            except (OSError, UserError) as exc:
+                msg = f"cannot reach {self.host.name}: its ProxyCommand could not be started ({exc})"
+                self._emit(ConnState.UNREACHABLE, msg)
+                raise UnreachableError(msg) from None
+            kwargs["sock"] = self._proxy.sock
         if self._tunnel is not None:
             try:
                 kwargs["tunnel"] = await self._tunnel._ensure()
@@ -383,15 +509,33 @@ class Connection:
                 raise
         try:
             conn = await _connect_learning_key_type(self.host.hostname, kwargs)
-        except asyncssh.HostKeyNotVerifiable:
-            changed = bool(known.match(self.host.hostname, client.addr, self.host.port)[0])
+        except asyncssh.HostKeyNotVerifiable as exc:
+            await self._end_proxy()
+            matched = _known_match(known, self.host, client.addr)
+            if "revoked" in str(exc.reason):
+                revoked = list(matched[2])
+                err = HostKeyError(
+                    self.host,
+                    revoked[0] if len(revoked) == 1 else None,
+                    True,
+                    _recorded_in(known_paths, self.host, client.addr, which=2),
+                    revoked=True,
+                )
+                self._emit(ConnState.HOST_KEY_CHANGED, str(err), fingerprint=err.fingerprint)
+                raise err from None
+            changed = bool(matched[0])
             recorded = _recorded_in(known_paths, self.host, client.addr) if changed else None
             err = HostKeyError(self.host, client.offered_key, changed, recorded)
             state = ConnState.HOST_KEY_CHANGED if changed else ConnState.HOST_KEY_UNKNOWN
             self._emit(state, str(err), fingerprint=err.fingerprint)
             raise err from None
         except asyncssh.PermissionDenied as exc:
+            await self._end_proxy()
+            for prompt in client.answers:
+                self._secrets.pop(prompt, None)
             skipped = "".join(f"; {note}" for note in self._key_notes)
+            if self.host.identities_only and self.host.identity_files:
+                skipped += "; IdentitiesOnly: only " + ", ".join(self.host.identity_files) + " were offered"
             err2 = AuthError(
                 f"{self.host.name}: authentication failed as {self.host.user or 'the current user'} "
                 f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password",
@@ -400,12 +544,24 @@ class Connection:
             self._emit(ConnState.AUTH_FAILED, str(err2))
             raise err2 from None
         except (OSError, asyncssh.Error, TimeoutError) as exc:
-            err3 = UnreachableError(
-                f"cannot reach {self.host.name} ({self.host.hostname}:{self.host.port}): "
-                f"{exc or 'timed out'}; check that the host is up and that its hostname and port are right"
-            )
+            proxy = self._proxy
+            await self._end_proxy()
+            if proxy is not None:
+                said = proxy.stderr_tail()
+                msg = (
+                    f"cannot reach {self.host.name} through its ProxyCommand `{proxy.command}`: "
+                    f"{said or exc or 'timed out'}; run that command by hand to see why"
+                )
+            else:
+                msg = (
+                    f"cannot reach {self.host.name} ({self.host.hostname}:{self.host.port}): "
+                    f"{exc or 'timed out'}; check that the host is up and that its hostname and port are "
+                    "right"
+                )
+            err3 = UnreachableError(msg)
             self._emit(ConnState.UNREACHABLE, str(err3))
             raise err3 from None
+        self._secrets.update(client.answers)
         self._conn = conn
         self._emit(ConnState.UP, f"connected to {self.host.hostname}:{self.host.port}")
         return conn
@@ -481,9 +637,18 @@ class Connection:
         if exc.host == self.host:
             self._fatal = exc
 
+    async def _end_proxy(self) -> None:
+        if self._proxy is not None:
+            proxy, self._proxy = self._proxy, None
+            await proxy.close()
+
     def _connection_lost(self, exc: Exception | None) -> None:
         was_up = self._conn is not None
         self._conn = None
+        if self._proxy is not None:
+            proxy, self._proxy = self._proxy, None
+            self._closers.add(task := asyncio.ensure_future(proxy.close()))
+            task.add_done_callback(self._closers.discard)
         if self._closing or not was_up:
             return
         self._emit(ConnState.LOST, f"{self.host.name}: connection lost ({exc or 'closed by the server'})")
@@ -523,6 +688,7 @@ class Connection:
             with contextlib.suppress(Exception):
                 await self._conn.wait_closed()
             self._conn = None
+        await self._end_proxy()
         self._emit(ConnState.CLOSED, f"{self.host.name}: closed")
 
     def abort(self) -> None:
