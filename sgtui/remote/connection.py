@@ -244,10 +244,21 @@ def _known_match(known: asyncssh.SSHKnownHosts, host: HostConfig, addr: str) -> 
     return known.match(host.hostname, addr, host.port)
 
 
-def _recorded_in(paths: Sequence[Path], host: HostConfig, addr: str, which: int = 0) -> Path | None:
-    """The known_hosts file holding the old (which=0) or the revoked (which=2) key, for the message."""
+def _revoked_keys(known: asyncssh.SSHKnownHosts, host: HostConfig, addr: str) -> list[asyncssh.SSHKey]:
+    """@revoked keys for the host. asyncssh's `match` retries a non-22 port without it when no trusted
+    key matched, and that retry drops the revoked entries recorded under `[host]:port`, so both lookups
+    are asked here."""
+    found = list(_known_match(known, host, addr)[2])
+    if not host.host_key_alias and host.port != 22:
+        found += known._match(host.hostname, addr, host.port)[2]
+    return found
+
+
+def _recorded_in(paths: Sequence[Path], host: HostConfig, addr: str, revoked: bool = False) -> Path | None:
+    """The known_hosts file holding the old (or the revoked) key, for the message."""
     for path in paths:
-        if _known_match(_load_known_hosts([path]), host, addr)[which]:
+        known = _load_known_hosts([path])
+        if _revoked_keys(known, host, addr) if revoked else _known_match(known, host, addr)[0]:
             return path
     return None
 
@@ -484,7 +495,7 @@ class Connection:
         elif self.host.identities_only and self.host.identity_files:
             # only these keys, from their files or the agent: never ~/.ssh/id_* or other agent keys
             keys = await self._identity_keys()
-            kwargs["client_keys"] = keys
+            kwargs["client_keys"] = keys or None  # asyncssh reads [] as "the default keys"
             if keys:
                 kwargs["agent_identities"] = [k[0] if isinstance(k, tuple) else k for k in keys]
             else:
@@ -501,6 +512,7 @@ class Connection:
                 self._emit(ConnState.UNREACHABLE, msg)
                 raise UnreachableError(msg) from None
             kwargs["sock"] = self._proxy.sock
+        proxy = self._proxy  # connection_lost may drop self._proxy while this attempt fails
         if self._tunnel is not None:
             try:
                 kwargs["tunnel"] = await self._tunnel._ensure()
@@ -512,13 +524,18 @@ class Connection:
         except asyncssh.HostKeyNotVerifiable as exc:
             await self._end_proxy()
             matched = _known_match(known, self.host, client.addr)
-            if "revoked" in str(exc.reason):
-                revoked = list(matched[2])
+            revoked = _revoked_keys(known, self.host, client.addr)
+            offered = client.offered_key
+            if "revoked" in str(exc.reason) or (
+                offered is not None and any(k.public_data == offered.public_data for k in revoked)
+            ):
+                if offered is not None:
+                    revoked = [offered]
                 err = HostKeyError(
                     self.host,
                     revoked[0] if len(revoked) == 1 else None,
                     True,
-                    _recorded_in(known_paths, self.host, client.addr, which=2),
+                    _recorded_in(known_paths, self.host, client.addr, revoked=True),
                     revoked=True,
                 )
                 self._emit(ConnState.HOST_KEY_CHANGED, str(err), fingerprint=err.fingerprint)
@@ -544,9 +561,9 @@ class Connection:
             self._emit(ConnState.AUTH_FAILED, str(err2))
             raise err2 from None
         except (OSError, asyncssh.Error, TimeoutError) as exc:
-            proxy = self._proxy
             await self._end_proxy()
             if proxy is not None:
+                await proxy.close()  # its stderr is read to the end
                 said = proxy.stderr_tail()
                 msg = (
                     f"cannot reach {self.host.name} through its ProxyCommand `{proxy.command}`: "
