@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from sgtui.core.bounded import load_json
 from sgtui.core.errors import UserError
 
 HELP = "read an SGLang log: startup timeline, the error and its root cause"
@@ -68,7 +69,7 @@ def _read_fit(name: str | None) -> dict[str, Any] | None:
         return None
     text = read_log(name)
     try:
-        data = json.loads(text)
+        data = load_json(text, name)
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{name}, line {exc.lineno}: not JSON ({exc.msg}); pass the output of `sgtui fit --json`"

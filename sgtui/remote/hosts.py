@@ -30,7 +30,9 @@ from typing import Any
 import yaml
 
 from sgtui.core import paths
+from sgtui.core.bounded import BoundedInputError, short_repr
 from sgtui.core.errors import UserError
+from sgtui.core.yamlsafe import NoAliasLoader, compose_yaml
 
 HOSTS_FILE = "hosts.yaml"
 KNOWN_HOSTS_FILE = "known_hosts"
@@ -193,10 +195,12 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
     """Parse hosts.yaml; every problem is reported at once with its line."""
     try:
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        node = compose_yaml(text, str(path))
+        data = yaml.load(text, Loader=NoAliasLoader)
     except (OSError, UnicodeDecodeError) as exc:
         raise HostsFileError(f"{path}: cannot read: {exc}") from None
+    except BoundedInputError as exc:
+        raise HostsFileError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise HostsFileError(f"{path}: not valid YAML: {exc}") from None
     if data is None:
@@ -207,7 +211,7 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
     problems: list[str] = []
     hosts: dict[str, HostConfig] = {}
     for name, entry in data.items():
-        where = f"{path}:{lines.get(str(name), '?')}: host {name!r}"
+        where = f"{path}:{lines.get(str(name), '?')}: host {short_repr(name)}"
         if entry is None:
             entry = {}
         if not isinstance(entry, dict):
@@ -220,7 +224,7 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
             )
         port = entry.get("port")
         if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
-            problems.append(f"{where}: port must be a number 1-65535, got {port!r}")
+            problems.append(f"{where}: port must be a number 1-65535, got {short_repr(port)}")
             port = None
         prior = (base or {}).get(str(name))
         ident = entry.get("identity_file")
