@@ -102,7 +102,7 @@ async def launch(
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-    manager = RunManager(conn, target)
+    manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
         record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])

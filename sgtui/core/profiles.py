@@ -35,8 +35,8 @@ from sgtui.core.yamlsafe import yaml_loader
 
 TARGET_KINDS = ("host", "pct", "docker")
 REQUIRED_KEYS = ("name", "host", "python", "sglang")
-OPTIONAL_KEYS = ("target", "env", "gpus", "sglang_version")
-KEY_ORDER = ("name", "host", "target", "python", "sglang_version", "env", "gpus", "sglang")
+OPTIONAL_KEYS = ("target", "env", "gpus", "sglang_version", "runs_dir")
+KEY_ORDER = ("name", "host", "target", "python", "sglang_version", "env", "gpus", "runs_dir", "sglang")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PROFILE_SUFFIXES = (".yaml", ".yml")
 
@@ -60,6 +60,7 @@ class Profile:
     gpus: list[int] | None = None
     sglang_version: str | None = None
     source: Path | None = None
+    runs_dir: str | None = None  # where on the target its runs live; None: hosts.yaml's, else the default
 
     @property
     def spec(self) -> LaunchSpec:
@@ -209,6 +210,13 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
             "python",
             f"{short_repr(python)} is not an absolute path (e.g. /opt/sglang/bin/python)",
         )
+    runs_dir = text_value("runs_dir")
+    if runs_dir is not None and (not runs_dir.startswith("/") or "\x00" in runs_dir):
+        checker.add(
+            nodes["runs_dir"][1],
+            "runs_dir",
+            f"{runs_dir!r} is not an absolute path on the target (e.g. /data/me/sgtui-runs)",
+        )
 
     version = _check_version(nodes, loader, checker)
     target = _check_target(nodes.get("target"), loader, checker)
@@ -237,6 +245,7 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
         gpus=gpus,
         sglang_version=version,
         source=Path(path) if isinstance(path, Path) or file != "<profile>" else None,
+        runs_dir=runs_dir,
     )
 
 
@@ -461,6 +470,8 @@ def dump_profile(profile: Profile) -> str:
         doc["env"] = dict(profile.env)
     if profile.gpus is not None:
         doc["gpus"] = list(profile.gpus)
+    if profile.runs_dir is not None:
+        doc["runs_dir"] = profile.runs_dir
     doc["sglang"] = to_config_mapping(profile.sglang, profile.sglang_version)
     return yaml.dump(doc, Dumper=_ProfileDumper, sort_keys=False, allow_unicode=True, width=110)
 

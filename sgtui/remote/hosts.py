@@ -13,6 +13,7 @@ means here what it means to `ssh`. hosts.yaml (in the config dir) adds or overri
       host_key_alias: gpu1-bmc          # look the host key up under this name (OpenSSH HostKeyAlias)
       identities_only: true             # offer only identity_file, never ~/.ssh/id_* or other agent keys
       proxy_command: ssh -W %h:%p gw    # run as OpenSSH would (%h %p %r %n %%); its stdio is the link
+      runs_dir: /data/me/sgtui-runs   # default: ~/.local/state/sgtui/runs of the login user, on the target
     here:
       local: true            # run on this machine, no SSH
 """
@@ -47,6 +48,7 @@ _HOST_KEYS = {
     "host_key_alias",
     "identities_only",
     "proxy_command",
+    "runs_dir",
 }
 
 
@@ -67,6 +69,7 @@ class HostConfig:
     known_hosts: tuple[str, ...] = ()
     local: bool = False
     source: str = "hosts.yaml"
+    runs_dir: str | None = None  # None: the target user's own default (see sgtui.core.runscripts)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     host_key_alias: str | None = None  # the name its key is recorded under in known_hosts
     identities_only: bool = False  # only identity_files (and those keys in the agent) are offered
@@ -226,6 +229,15 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
         if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
             problems.append(f"{where}: port must be a number 1-65535, got {short_repr(port)}")
             port = None
+        runs_dir = entry.get("runs_dir")
+        if runs_dir is not None and (
+            not isinstance(runs_dir, str) or not runs_dir.startswith("/") or "\x00" in runs_dir
+        ):
+            problems.append(
+                f"{where}: runs_dir must be an absolute path on the target (e.g. /data/me/sgtui-runs), "
+                f"got {runs_dir!r}"
+            )
+            runs_dir = None
         prior = (base or {}).get(str(name))
         ident = entry.get("identity_file")
         idents = (ident,) if isinstance(ident, str) else tuple(ident or ())
@@ -258,6 +270,7 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
             proxy_command=str(entry["proxy_command"])
             if isinstance(entry.get("proxy_command"), str)
             else (prior.proxy_command if prior else None),
+            runs_dir=runs_dir or (prior.runs_dir if prior else None),
         )
     if problems:
         raise HostsFileError("; ".join(problems))

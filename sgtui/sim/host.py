@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from sgtui.sim.install import host_env, install
+from sgtui.sim.ports import PortMap
 from sgtui.sim.scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
 from sgtui.sim.sshserver import SimSSHServer
 from sgtui.sim.state import StateStore, proc_start_time
@@ -63,6 +64,7 @@ class SimHost:
             env=host_env(self.state_dir, speed),
             cwd=self.state_dir / "root",
             max_sessions=max_sessions,
+            port_map=PortMap(self.state_dir).lookup,
         )
         self._busy: list[socket.socket] = []
 
@@ -82,8 +84,8 @@ class SimHost:
         return self.server.known_hosts_line()
 
     async def start(self) -> SimHost:
-        for port in self.scenario.busy_ports:
-            sock = _hold_port(port)
+        for port in self.scenario.busy_ports:  # held on the sim's own port for it: a clash only in here
+            sock = _hold_port(PortMap(self.state_dir).resolve(port))
             if sock is not None:
                 self._busy.append(sock)
         await self.server.start()

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -224,11 +224,42 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
         self.sessions += 1
         return _ExecSession(self._server, self)
 
-    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
-        """direct-tcpip to loopback only: enough for the health probe, nothing more."""
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> Any:
+        """direct-tcpip to loopback only: enough for the health probe, nothing more. With a port map
+        (a SimHost), a port its servers were asked to use leads to the sim's own port for it."""
         if not self._server.allow_tcp_forwarding:  # what sshd answers under `AllowTcpForwarding no`
             raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "open failed")
-        return dest_host in _LOOPBACK or dest_host.startswith("127.")
+        if not (dest_host in _LOOPBACK or dest_host.startswith("127.")):
+            return False
+        mapped = self._server.port_map(dest_port) if self._server.port_map is not None else None
+        if mapped is None or mapped == dest_port:
+            return True
+        return _forward_to(dest_host, mapped)
+
+
+def _forward_to(host: str, port: int) -> Callable[[asyncssh.SSHReader, asyncssh.SSHWriter], Awaitable[None]]:
+    """A direct-tcpip handler that pipes the channel to host:port (the sim's own port)."""
+
+    async def handler(reader: asyncssh.SSHReader, writer: asyncssh.SSHWriter) -> None:  # type: ignore[type-arg]
+        try:
+            up_reader, up_writer = await asyncio.open_connection(host, port)
+        except OSError:
+            writer.close()
+            return
+
+        async def pump(src: Any, dst: Any) -> None:
+            with contextlib.suppress(Exception):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            with contextlib.suppress(Exception):
+                dst.write_eof()
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+        up_writer.close()
+        writer.close()
+
+    return handler
 
 
 class SimSSHServer:
@@ -255,6 +286,7 @@ class SimSSHServer:
         allow_tcp_forwarding: bool = True,
         host_key: asyncssh.SSHKey | None = None,
         client_key: asyncssh.SSHKey | None = None,
+        port_map: Callable[[int], int | None] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -267,6 +299,7 @@ class SimSSHServer:
         self.password = password
         self.allow_tcp_forwarding = allow_tcp_forwarding
         self.kbdint_only = kbdint_only  # ask the password through keyboard-interactive, as PAM setups do
+        self.port_map = port_map
         self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
         self.client_key = client_key or asyncssh.generate_private_key("ssh-ed25519")
         self._acceptor: asyncssh.SSHAcceptor | None = None

@@ -42,6 +42,7 @@ from sgtui.sim.plan import (
     server_arg_notes,
     shard_count,
 )
+from sgtui.sim.ports import PortMap
 from sgtui.sim.state import StateStore, gpu_rows, mark_exited, proc_start_time, set_holding
 
 if TYPE_CHECKING:
@@ -404,7 +405,9 @@ class StandIn:
         log.line("INFO:     Waiting for application startup.")
         log.line("INFO:     Application startup complete.")
         try:
-            self.http = make_http_server(spec.port, self.log.line, self.version, facts_path, values)
+            # the sim's own port for the one asked for (sgtui.sim.ports): two sims never collide
+            own_port = PortMap(self.store.dir).resolve(spec.port)
+            self.http = make_http_server(own_port, self.log.line, self.version, facts_path, values)
         except OSError as exc:
             log.line(
                 f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
