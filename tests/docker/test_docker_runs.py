@@ -39,10 +39,15 @@ async def test_a_launch_runs_detached_inside_the_container_and_becomes_ready(
     lines = await follow_until(manager, run, READY)
     assert any("Load weight end" in ln for ln in lines)
     # the run dir and log live in the container, not on the host
-    inside = rig.exec(name, f"stat -c '%a %U %n' {run.run_dir} {run.log_path}; cat /proc/{run.pgid}/stat")
-    assert run.log_path in inside
+    inside = rig.exec(
+        name, f"stat -c '%a %n' {run.run_dir} {run.run_dir}/*; cat /proc/{run.pgid}/stat"
+    ).splitlines()
+    modes = {line.split()[1].rsplit("/", 1)[-1]: line.split()[0] for line in inside[:-1]}
+    assert modes.pop(run.id) == "700" and modes and set(modes.values()) == {"600"}, modes
+    assert "server.log" in modes and "command.json" in modes
+    assert run.run_dir.startswith("/root/.local/state/sgtui/runs/")  # the per-user default, in the container
     assert not Path(run.run_dir).exists()
-    stat = inside.splitlines()[-1].rpartition(") ")[2].split()
+    stat = inside[-1].rpartition(") ")[2].split()
     assert stat[2] == stat[3] == str(run.pgid)  # pgid and sid: setsid made it a session leader
     status = await manager.status(run)
     assert status.state is RunState.RUNNING
