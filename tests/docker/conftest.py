@@ -37,10 +37,16 @@ class Images:
 
 
 @pytest.fixture(scope="session")
-def images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Images]:
+def rootfs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The image's tree, built once per run from this machine's files (Docker and LXC both use it)."""
+    return build_rootfs(tmp_path_factory.mktemp("rootfs") / "root")
+
+
+@pytest.fixture(scope="session")
+def images(rootfs: Path) -> Iterator[Images]:
     """Two images from this machine's files, imported once per run and removed at its end."""
     require_docker()
-    root = build_rootfs(tmp_path_factory.mktemp("rootfs") / "root")
+    root = rootfs
     label = f"{LABEL}={SESSION}"
     built = Images(f"sgtui-test:{SESSION}", f"sgtui-test-nobash:{SESSION}")
     try:
