@@ -313,6 +313,11 @@ def container_ended(host: str, target: Target, result: _Failed) -> str | None:
     low = (result.stderr or result.stdout or "").lower()
     if target.kind == "docker" and "no such container" in low:
         return f"Docker container {target.id} is gone from {host} (removed), and the run ended with it"
+    if target.kind == "docker" and "is restarting" in low:
+        return (
+            f"Docker container {target.id} on {host} is restarting (its restart policy), and the run "
+            "ended with its old processes"
+        )
     if target.kind == "docker" and "is not running" in low:
         return (
             f"Docker container {target.id} on {host} was stopped, and the run ended with it "
