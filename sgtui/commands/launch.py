@@ -212,6 +212,8 @@ class Watch:
             await self._read_rest()
             self.exited = True
             self.exit_code = status.rc
+            if status.disk_full:  # no exit code because it could not be written
+                self.printer.emit("disk_full", status.disk_full, message=status.disk_full)
             for event in self.classifier.process_exited(status.rc):
                 self._event(event)
 

@@ -148,6 +148,7 @@ class SgtuiApp(App[None]):
         self._seen_milestones: set[str] = set()
         self._connected: set[str] = set()
         self._reattach_checked: set[str] = set()
+        self._refusals_told: set[str] = set()
 
     # layout --------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -318,7 +319,11 @@ class SgtuiApp(App[None]):
         return await answer
 
     def _list_runs(self) -> None:
-        self.controller.list_runs(profile_ops.host(self.profile), profile_ops.container(self.profile))
+        self.controller.list_runs(
+            profile_ops.host(self.profile),
+            profile_ops.container(self.profile),
+            getattr(self.profile, "runs_dir", None),  # where its launches go (else hosts.yaml's, the default)
+        )
 
     def _fetch_model_config(self) -> None:
         model = profile_ops.values(self.profile).get("--model-path")
@@ -423,6 +428,11 @@ class SgtuiApp(App[None]):
             ]
         self.runs = runs
         self.main.query_one(RunsTable).show(runs, current.run_id if current else None)
+        for r in runs:  # one line per refused record, once: it is listed, never reattached or signalled
+            why = getattr(r.raw, "foreign", None)
+            if r.state == "foreign" and why and r.run_id not in self._refusals_told:
+                self._refusals_told.add(r.run_id)
+                self.notify(f"refusing run {r.run_id} on {r.host}: {why}", severity="warning", markup=False)
         if self.current is None and message.host not in self._reattach_checked:
             self._reattach_checked.add(message.host)
             alive = [r for r in message.runs if r.state in ALIVE]
@@ -548,6 +558,8 @@ class SgtuiApp(App[None]):
         self._fit_timer = self.set_timer(FIT_DEBOUNCE_S, self._start_fit)
 
     def _start_fit(self) -> None:
+        if not self.screen_stack:  # the debounce timer fired while the app was shutting down
+            return
         self._fit_generation += 1
         values = self.form.values()
         inputs = self.fit_inputs
@@ -688,7 +700,9 @@ class SgtuiApp(App[None]):
 
         self.push_screen(
             ConfirmScreen(
-                f"Stop {run.run_id}?", f"{run.host} › {run.target}: TERM to its process group, then KILL"
+                f"Stop {run.run_id}?",
+                f"{run.host} › {run.target}: TERM to its process group, then KILL",
+                preview=lambda: self.backend.stop_preview(run),
             ),
             answer,
         )
@@ -714,6 +728,7 @@ class SgtuiApp(App[None]):
             ConfirmScreen(
                 f"Restart {run.run_id}?",
                 "Stops its process group, waits until its GPUs are free, then launches again into a new log.",
+                preview=lambda: self.backend.stop_preview(run),
             ),
             answer,
         )

@@ -91,12 +91,12 @@ class Controller:
                 pass
             await asyncio.sleep(next(delays, RECONNECT_S[-1]))
 
-    def list_runs(self, host: str, target: ContainerView | None) -> None:
-        self._worker(self._runs(host, target), "runs", f"runs:{host}", exclusive=False)
+    def list_runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
+        self._worker(self._runs(host, target, runs_dir), "runs", f"runs:{host}", exclusive=False)
 
-    async def _runs(self, host: str, target: ContainerView | None) -> None:
+    async def _runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
         try:
-            runs = await self.backend.runs(host, target)
+            runs = await self.backend.runs(host, target, runs_dir)
         except Exception as exc:
             self.post(m.ServiceError("list runs", str(exc)))
             return

@@ -1,7 +1,10 @@
-"""Yes/no before anything that stops a server."""
+"""Yes/no before anything that stops a server; a stop's confirmation also shows what it will hit."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -23,22 +26,37 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen Button { margin-left: 2; }
     """
 
-    def __init__(self, question: str, detail: str = "") -> None:
+    def __init__(
+        self, question: str, detail: str = "", preview: Callable[[], Awaitable[str]] | None = None
+    ) -> None:
+        """`preview` reads, from the target, what the answer would act on (shown as plain text)."""
         super().__init__()
         self.question = question
         self.detail = detail
+        self.preview = preview
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"[b]{self.question}[/b]", id="confirm-question")
+            yield Static(Text(self.question, style="bold"), id="confirm-question")
             if self.detail:
                 yield Static(self.detail, id="confirm-detail", markup=False)
+            if self.preview is not None:
+                yield Static("reading what this will hit…", id="confirm-preview", markup=False)
             with Horizontal():
                 yield Button("Yes (y)", variant="warning", id="yes")
                 yield Button("No (n)", id="no")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
+        if self.preview is not None:
+            self.run_worker(self._show_preview(self.preview), group="confirm-preview", exclusive=True)
+
+    async def _show_preview(self, preview: Callable[[], Awaitable[str]]) -> None:
+        try:
+            text = await preview()
+        except Exception as exc:  # shown in the dialog: the question can still be answered (or declined)
+            text = f"could not read what this will hit: {exc}"
+        self.query_one("#confirm-preview", Static).update(Text(text))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
