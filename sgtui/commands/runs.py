@@ -129,6 +129,12 @@ def run_json(record: RunRecord, status: RunStatus) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    if args.profile and not args.host:
+        from sgtui.commands.multinode_runs import multinode_profile, runs_multinode
+
+        profile = multinode_profile(args.profile, args.target)
+        if profile is not None:
+            return asyncio.run(runs_multinode(profile, as_json=args.json))
     return asyncio.run(_runs(resolve_place(args), as_json=args.json))
 
 

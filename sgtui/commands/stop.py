@@ -39,6 +39,12 @@ def run(args: argparse.Namespace) -> int:
         check_run_id(args.run_id)
     except UserError as exc:
         raise UserError(f"{exc}; `sgtui runs` lists the ids") from None
+    if args.profile and not args.host:
+        from sgtui.commands.multinode_runs import multinode_profile, stop_multinode
+
+        profile = multinode_profile(args.profile, args.target)
+        if profile is not None:
+            return asyncio.run(stop_multinode(profile, args.run_id, args.grace, args.yes))
     return asyncio.run(_stop(resolve_place(args), args.run_id, args.grace, args.yes))
 
 

@@ -34,6 +34,7 @@ from sgtui.remote.run_records import (
     StopResult,
     checked_ids,
     left_from_marker,
+    node_name,
     parse_run_listing,
     preview_from_marker,
     status_from_marker,
@@ -148,19 +149,21 @@ class RunManager:
             "target": {"kind": self.target.kind, "id": self.target.id},
             "host": self.host,
         }
+        name = node_name(run_id, node_rank)
         if node_rank is not None:
             command["node_rank"] = node_rank
+            command["run_id"] = run_id
         files = {"command.json": json.dumps(command, ensure_ascii=False) + "\n"}
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
-        script = runscripts.detach_script(self.runs_dir, run_id, argv, env, log_name=LOG_NAME, files=files)
+        script = runscripts.detach_script(self.runs_dir, name, argv, env, log_name=LOG_NAME, files=files)
         marker, result = await self._script(script, "launch the server")
         if "error" in marker:
-            raise RunError(self._launch_failure(marker, run_id, argv, result))
+            raise RunError(self._launch_failure(marker, name, argv, result))
         run_dir = str(marker.get("run_dir") or "")
         try:
             pid, pgid, start, boot = checked_ids(marker)
-            expected = f"{self.runs_dir}/{run_id}" if self.runs_dir else f"/sgtui/runs/{run_id}"
+            expected = f"{self.runs_dir}/{name}" if self.runs_dir else f"/sgtui/runs/{name}"
             if not run_dir.startswith("/") or not run_dir.endswith(expected):
                 raise shell.ShellError(f"run dir {run_dir!r} is not {expected}")
         except (shell.ShellError, KeyError) as exc:
@@ -260,7 +263,7 @@ class RunManager:
         recorded argv (with a warning when they differ), and how many of its processes left the group."""
         self.refuse(run, "preview a stop of")
         marker, _ = await self._script(
-            runscripts.preview_script(run.pgid, run.start, run.boot, run_dir=run.run_dir, run_id=run.id),
+            runscripts.preview_script(run.pgid, run.start, run.boot, run_dir=run.run_dir, run_id=run.key),
             f"look at run {run.id}",
         )
         if marker.get("result") == "foreign":
@@ -291,7 +294,7 @@ class RunManager:
         self.refuse(run, "stop")
         t0 = time.monotonic()
         script = runscripts.stop_script(
-            run.pgid, run.start, run.boot, grace, run_dir=run.run_dir, run_id=run.id
+            run.pgid, run.start, run.boot, grace, run_dir=run.run_dir, run_id=run.key
         )
         lines: list[str] = []
         try:
