@@ -548,6 +548,8 @@ class SgtuiApp(App[None]):
         self._fit_timer = self.set_timer(FIT_DEBOUNCE_S, self._start_fit)
 
     def _start_fit(self) -> None:
+        if not self.is_running or not self.screen_stack:  # a debounce timer firing during shutdown
+            return
         self._fit_generation += 1
         values = self.form.values()
         inputs = self.fit_inputs

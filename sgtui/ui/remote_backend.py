@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from sgtui.core.errors import UserError
-from sgtui.core.nvsmi import GpuProcess, GpuReading
+from sgtui.core.nvsmi import GpuProblem, GpuProcess, GpuReading, advice
 from sgtui.remote.connection import (
     AuthError,
     Connection,
@@ -108,6 +108,12 @@ def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuVi
             )
         )
     return out
+
+
+def problem_note(problem: GpuProblem) -> str:
+    """One line: the named state, what to do, then the host's own words (first line only)."""
+    said = problem.detail.strip().splitlines()[0][:120] if problem.detail.strip() else ""
+    return f"{problem.state.value}: {advice(problem)}" + (f" ({said})" if said else "")
 
 
 def _mib(proc: GpuProcess) -> int | None:
@@ -284,9 +290,7 @@ class RemoteBackend:
                     refresh = asyncio.create_task(sampler.processes())
                     last_procs = now
                 if snap.problem is not None:
-                    yield [
-                        GpuView(-1, "", 0, 0, None, (), f"{snap.problem.state.value}: {snap.problem.detail}")
-                    ]
+                    yield [GpuView(-1, "", 0, 0, None, (), problem_note(snap.problem))]
                     continue
                 yield gpu_views(snap.gpus, procs)
         finally:

@@ -351,8 +351,10 @@ async def test_a_gpu_problem_is_named_instead_of_showing_zeros(profile: Profile)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.query_one(GpuPanel).latest == problem, what="the problem sample")
         await pilot.pause(0.05)
-        row = app.query_one("#gpu-row--1")
-        assert "no driver" in str(row.usage.render())  # type: ignore[attr-defined]
+        line = app.query_one("#gpu-empty")
+        assert line.display and "no driver: NVIDIA-SMI has failed" in str(line.render())
+        assert not app.query("#gpu-row--1")  # one clear line, not a row of zeros
+        assert not app.query_one("#gpu-holders").display  # and no "no processes hold GPU memory"
         assert app.fit_inputs.gpu_mib is None
 
 

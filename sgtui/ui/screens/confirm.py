@@ -1,7 +1,9 @@
-"""Yes/no before anything that stops a server."""
+"""Yes/no before anything that stops a server. The question and detail are text, never markup: they name
+runs, hosts and commands that come from outside."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -23,16 +25,17 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen Button { margin-left: 2; }
     """
 
-    def __init__(self, question: str, detail: str = "") -> None:
+    def __init__(self, question: str, detail: str | Text = "") -> None:
         super().__init__()
         self.question = question
         self.detail = detail
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"[b]{self.question}[/b]", id="confirm-question")
+            yield Static(Text(self.question, style="bold"), id="confirm-question")
             if self.detail:
-                yield Static(self.detail, id="confirm-detail", markup=False)
+                detail = self.detail if isinstance(self.detail, Text) else Text(self.detail)
+                yield Static(detail, id="confirm-detail")
             with Horizontal():
                 yield Button("Yes (y)", variant="warning", id="yes")
                 yield Button("No (n)", id="no")

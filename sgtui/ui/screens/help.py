@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -34,7 +35,7 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("key", style="bold cyan", no_wrap=True)
         table.add_column("does")
         for key, description in self.rows:
-            table.add_row(key, description)
+            table.add_row(Text(key), Text(description))
         with VerticalScroll():
             yield Static(INTRO, id="help-intro")
             yield Static(table, id="help-keys")

@@ -111,21 +111,21 @@ class FlagField(Vertical):
         self.hint: tuple[str, Any] | None = None
         self.error = ""
         if info.kind == "bool":
-            self.control: Input | Checkbox = Checkbox(info.name, bool(value), compact=True)
+            self.control: Input | Checkbox = Checkbox(Text(info.name), bool(value), compact=True)
         else:
             self.control = Input(
                 format_value(value),
                 placeholder="(SGLang's default)",
                 compact=True,
                 suggester=SuggestFromList(list(info.choices), case_sensitive=True) if info.choices else None,
-                tooltip=info.help or None,
+                tooltip=Text(info.help) if info.help else None,
             )
         self.note = Static("", classes="flag-note")
 
     def compose(self) -> ComposeResult:
         with Horizontal():
             if isinstance(self.control, Input):
-                yield Label(self.info.name, classes="flag-name")
+                yield Label(Text(self.info.name), classes="flag-name")
             yield self.control
         yield self.note
 

@@ -40,12 +40,12 @@ class RunsTable(DataTable[Text | str]):
         for run in runs:
             self.add_row(
                 "▶" if run.run_id == followed else "",
-                run.run_id,
+                Text(run.run_id),
                 Text(run.state, style=STATE_STYLE.get(run.state, "")),
-                run.target,
-                run.profile,
-                run.started,
-                run.log_path,
+                Text(run.target),
+                Text(run.profile),
+                Text(run.started),
+                Text(run.log_path),
                 key=run.run_id,
             )
         if runs:
