@@ -48,6 +48,11 @@ class Backend(Protocol):
 
     async def run_state(self, run: RunView) -> str: ...
 
+    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+        """The run's state and, once it has exited by itself, its exit code (None while unknown): the
+        classifier's `process_exited(rc)` needs it, as `sgtui launch --watch` does."""
+        ...
+
     async def stop(self, run: RunView) -> None: ...
 
     def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:

@@ -72,11 +72,17 @@ class Follower:
             if self._timer is not None:
                 self._timer.cancel()
         self.flush(force=True)
-        if self.reported == "starting":
-            state = await self._final_state()
-            self.post(
-                m.RunOutcome(self.view.run_id, state, self.tracker.diagnoses() if state == "failed" else [])
-            )
+        state, rc = await self._final_state()
+        tracker = self.tracker
+        if state in ("exited", "failed"):
+            tracker.process_exited(rc)  # a run stopped by us, or still unknown, has no exit code to judge
+        tracker.end_of_log()
+        self.post(m.StartupChanged(self.view.run_id, tracker.timeline(), tracker.milestone_kinds()))
+        outcome = tracker.outcome
+        final = outcome if outcome != "starting" else state
+        if final != self.reported or final == "failed":  # the whole log may say more than its first error
+            self.reported = final
+            self.post(m.RunOutcome(self.view.run_id, final, tracker.diagnoses() if final == "failed" else []))
 
     async def _follow(self) -> None:
         delays = iter(RETRY_S)
@@ -121,8 +127,8 @@ class Follower:
         self._timer = None
         self.flush(force=True)
 
-    async def _final_state(self) -> str:
+    async def _final_state(self) -> tuple[str, int | None]:
         try:
-            return await self.backend.run_state(self.view)
+            return await self.backend.run_exit(self.view)
         except Exception:
-            return "exited"
+            return "unknown", None

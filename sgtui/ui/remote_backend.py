@@ -355,8 +355,12 @@ class RemoteBackend:
             yield rest_end, lines
 
     async def run_state(self, run: RunView) -> str:
+        return (await self.run_exit(run))[0]
+
+    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
         record: RunRecord = run.raw
-        return run_state_name(await self._manager(run.host, record.target).status(record))
+        status = await self._manager(run.host, record.target).status(record)
+        return run_state_name(status), status.rc
 
     async def stop(self, run: RunView) -> None:
         record: RunRecord = run.raw

@@ -140,14 +140,22 @@ class StartupTracker:
         self._last_key = key
         return changed
 
+    def process_exited(self, returncode: int | None) -> None:
+        """The run's process ended (rc None: unknown): the same rule `launch --watch` applies."""
+        self.classifier.process_exited(returncode)
+
+    def end_of_log(self) -> None:
+        """The log is read to its end: the rule `sgtui explain` applies to a whole file."""
+        self.classifier.finish()
+        end = getattr(self.classifier, "end_of_log", None)
+        if end is not None:
+            end()
+
     @property
     def outcome(self) -> str:
-        s = self.state
-        if s.error is not None:
-            return "failed"
-        if "ready" in s.milestones:
-            return "ready"
-        return "starting"
+        """ready | failed | starting: the classifier's own verdict, as explain and launch --watch print it."""
+        outcome = self.classifier.analysis().outcome
+        return outcome if outcome in ("ready", "failed") else "starting"
 
     def milestone_kinds(self) -> list[str]:
         return [m.kind for m in self.state.milestone_list()]

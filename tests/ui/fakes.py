@@ -58,6 +58,7 @@ class FakeBackend:
     version: str | None = "0.5.9"
     states: list[tuple[str, str]] = field(default_factory=lambda: [("connecting", ""), ("connected", "")])
     launched: list[Any] = field(default_factory=list)
+    exit_codes: dict[str, int] = field(default_factory=dict)  # run id -> its exit code once the log ends
     stopped: list[str] = field(default_factory=list)
     gpu_wait_lines: list[str] = field(default_factory=lambda: ["GPU0 still holds 31.2 GiB (pid 4242)"])
     hold_tail: bool = False
@@ -126,7 +127,11 @@ class FakeBackend:
             await asyncio.Event().wait()
 
     async def run_state(self, run: RunView) -> str:
-        return "exited"
+        return (await self.run_exit(run))[0]
+
+    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+        rc = self.exit_codes.get(run.run_id)
+        return ("exited" if not rc else "failed"), rc
 
     async def stop(self, run: RunView) -> None:
         self.stopped.append(run.run_id)
