@@ -138,3 +138,44 @@ async def test_the_fails_question_offers_apply_the_fix_and_launch() -> None:
         await pilot.pause()
         await pilot.press("f")
         assert app.answers == ["fix"]
+
+
+# ---- the keyboard model ------------------------------------------------------------------------------------
+def form() -> Any:
+    from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
+
+    catalogue = {
+        "--model-path": FlagInfo("--model-path", "model"),
+        "--tp-size": FlagInfo("--tp-size", "parallelism", "int"),
+        "--mem-fraction-static": FlagInfo("--mem-fraction-static", "memory", "float"),
+    }
+    values = {"--model-path": "/models/qwen", "--tp-size": 2, "--mem-fraction-static": 0.85}
+    return LaunchForm(catalogue, values, id="form")
+
+
+async def test_arrows_and_tab_move_between_fields_and_esc_then_tab_continues_from_there() -> None:
+    app = One(form())
+    async with app.run_test(size=(100, 30)) as pilot:
+        fields = app.widget.controls()
+        fields[0].focus()
+        await pilot.press("down")
+        assert app.focused is fields[1]
+        await pilot.press("tab")
+        assert app.focused is fields[2]
+        await pilot.press("up")
+        assert app.focused is fields[1]
+        app.widget.focus()  # what esc does: out of the field, so single-letter keys act again
+        await pilot.press("tab")
+        assert app.focused is fields[2]  # not back to the first field
+
+
+async def test_the_form_knows_when_its_edits_are_unsaved() -> None:
+    app = One(form())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert not app.widget.dirty
+        app.widget.controls()[1].focus()
+        await pilot.press("backspace", "4")
+        assert app.widget.dirty
+        app.widget.mark_saved()
+        assert not app.widget.dirty
