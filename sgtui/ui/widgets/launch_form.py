@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +40,9 @@ class FlagInfo:
 
 
 def field_id(flag: str) -> str:
-    return "flag-" + flag.lstrip("-").replace("_", "-")
+    """A widget id for any flag name, even one from a hand-edited profile full of brackets."""
+    name = flag.lstrip("-").replace("_", "-")
+    return "flag-" + re.sub(r"[^A-Za-z0-9-]", lambda m: f"_{ord(m.group()):x}", name)
 
 
 def format_value(value: Any) -> str:
