@@ -11,6 +11,8 @@ from textual.widgets import Input, Static, TabbedContent
 
 from sgtui.core.profiles import Profile, load_profile
 from sgtui.ui.app import SgtuiApp
+from sgtui.ui.panes.hosts import FleetPane
+from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.screens.gpu_detail import GpuDetailScreen
 from sgtui.ui.screens.help import HelpScreen
@@ -18,9 +20,7 @@ from sgtui.ui.views import DiagnosisView, RunView, SuggestionView
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.fit_panel import FitPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
-from sgtui.ui.widgets.host_picker import HostPicker
 from sgtui.ui.widgets.run_log import RunLog
-from sgtui.ui.widgets.runs_table import RunsTable
 from sgtui.ui.widgets.timeline import Timeline
 from tests.ui.conftest import wait_for
 from tests.ui.fakes import FakeBackend, gpus
@@ -155,7 +155,7 @@ async def test_a_lost_connection_is_shown_and_its_recovery_too(profile: Profile)
         await wait_for(pilot, lambda: app.host_states["pve"] == "lost")
         assert "lost" in str(app.query_one("#status").render())
         assert app.query_one("#status").has_class("-lost")
-        assert app.query_one(HostPicker).hosts["pve"].state == "lost"
+        assert app.query_one(FleetPane).hosts["pve"].state == "lost"
         backend.push_state("connected")
         await wait_for(pilot, lambda: app.host_states["pve"] == "connected")
         assert not app.query_one("#status").has_class("-lost")
@@ -211,16 +211,29 @@ async def test_the_log_filter_and_the_jump_to_the_first_error(profile: Profile) 
 async def test_hosts_show_their_state_and_containers_and_filter_as_you_type(profile: Profile) -> None:
     app = make_app(FakeBackend(), profile)
     async with app.run_test(size=SIZE) as pilot:
-        picker = app.query_one(HostPicker)
-        await wait_for(pilot, lambda: picker.containers.get("pve"), what="containers")
+        picker = app.query_one(FleetPane)
+        await wait_for(pilot, lambda: app.fleet.host("pve").containers, what="containers")
         await pilot.press("1")
         labels = [str(n.label) for n in picker.tree.root.children]
-        assert labels[0].startswith("● pve connected")
+        assert labels[0].startswith("● pve  connected")
         assert str(picker.tree.root.children[0].children[0].label).startswith("lxc 129 sglang running")
         picker.query_one("#host-filter", Input).value = "docker"
         await pilot.pause(0.05)
         assert [str(n.label).split()[1] for n in picker.tree.root.children] == ["pve"]
         assert [str(c.label) for c in picker.tree.root.children[0].children] == ["docker vllm exited"]
+
+
+async def test_every_host_connects_at_start_and_a_failing_one_says_why_in_its_row(profile: Profile) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("gpu2") == "failed", what="gpu2's failure")
+        await wait_for(pilot, lambda: app.fleet.host("pve").gpus, what="pve's GPUs")
+        picker = app.query_one(FleetPane)
+        picker.refresh_fleet()
+        rows = {n.data.host: n.label.plain for n in picker.tree.root.children if n.data is not None}
+        assert rows["gpu2"].startswith("✗ gpu2") and rows["gpu2"].endswith("no route to host")
+        assert "GPU 0/2" in rows["pve"] and "1.0/96 GiB" in rows["pve"]  # two A6000s, 512 MiB used each
+        assert app.host_states["pve"] == "connected"  # the failing host held nothing up
 
 
 async def test_the_gpu_panel_draws_each_gpu_on_its_fixed_scale_with_its_holders(profile: Profile) -> None:

@@ -13,16 +13,14 @@ from textual.app import App, ComposeResult
 from sgtui.ui import profile_ops
 from sgtui.ui.app import pick_theme
 from sgtui.ui.fitting import FitInputs, compute_fit
-from sgtui.ui.follow import Coalescer
-from sgtui.ui.gpu_history import GpuHistory
 from sgtui.ui.logtext import clean_line, strip_ansi
 from sgtui.ui.screens.gpu_detail import LEGEND_COLS, GpuChart, GpuDetailScreen, place_labels
-from sgtui.ui.startup import StartupTracker
-from sgtui.ui.views import DiagnosisView, GpuView, HostView, Milestone, SuggestionView, TimelineView
+from sgtui.ui.session.gpu_history import GpuHistory
+from sgtui.ui.session.startup import StartupTracker
+from sgtui.ui.views import DiagnosisView, GpuView, Milestone, SuggestionView, TimelineView
 from sgtui.ui.widgets.diagnosis import diagnosis_text, first_applicable, without_first
 from sgtui.ui.widgets.fit_panel import fit_text
 from sgtui.ui.widgets.gpu_sparkline import BARS, bar_for, sparkline_text
-from sgtui.ui.widgets.host_picker import host_label
 from sgtui.ui.widgets.launch_form import FlagInfo, parse_value
 from sgtui.ui.widgets.run_log import MAX_LINE, RunLog, line_kind
 from sgtui.ui.widgets.timeline import elapsed, timeline_text
@@ -70,14 +68,6 @@ def test_log_lines_are_classified_for_highlighting(line: str, kind: str) -> None
 
 def test_highlighting_only_looks_at_the_start_of_a_very_long_line() -> None:
     assert line_kind("x" * 10_000 + " Error") == "plain"
-
-
-def test_the_coalescer_drops_the_oldest_lines_of_a_flood_and_counts_them() -> None:
-    batch = Coalescer(cap=3)
-    batch.add(["1", "2"])
-    batch.add(["3", "4", "5"])
-    assert batch.take(1.0) == (["3", "4", "5"], 2)
-    assert batch.take(2.0) == ([], 0)
 
 
 class LogApp(App[None]):
@@ -300,15 +290,6 @@ def test_the_fix_a_applies_comes_right_under_the_title_before_the_long_why() -> 
     assert lines[1].startswith("→ --max-running-requests 8  [a] apply")
     assert lines[2].startswith("SGLang had no memory left")
     assert lines[3] == "→ --tp-size  more GPUs"
-
-
-def test_a_host_state_is_not_repeated_when_its_detail_starts_with_it() -> None:
-    assert host_label(HostView("sim", state="connected", detail="connected to 127.0.0.1:2222")).plain == (
-        "● sim connected to 127.0.0.1:2222"
-    )
-    assert host_label(HostView("pve", state="lost", detail="connection reset")).plain.endswith(
-        "pve lost connection reset"
-    )
 
 
 def test_terminals_without_truecolor_get_the_ansi_theme() -> None:

@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
-from sgtui.ui.gpu_history import GpuHistory
+from sgtui.ui.session.gpu_history import GpuHistory
 
 SHORT_MARK = {  # the milestones worth a line on the chart, and their labels
     "launch": "launch",
