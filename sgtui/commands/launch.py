@@ -40,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="with --watch: give up (exit 1) after this many seconds without ready or failure",
     )
+    parser.add_argument(
+        "--stall-after",
+        type=float,
+        default=None,
+        help="with --watch on a multi-node profile: exit 1 when no node made progress for this many "
+        "seconds, naming the nodes and ranks that did not arrive",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,9 +56,21 @@ def run(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and args.timeout <= 0:
         raise UserError(f"--timeout {args.timeout:g}: give a positive number of seconds")
+    stall_after = getattr(args, "stall_after", None)
+    if stall_after is not None and stall_after <= 0:
+        raise UserError(f"--stall-after {stall_after:g}: give a positive number of seconds")
     path = resolve_profile_path(args.profile)
     printer = Printer(json_events=args.json_events)
-    return asyncio.run(launch(path, host=args.host, watch=args.watch, printer=printer, timeout=args.timeout))
+    return asyncio.run(
+        launch(
+            path,
+            host=args.host,
+            watch=args.watch,
+            printer=printer,
+            timeout=args.timeout,
+            stall_after=stall_after,
+        )
+    )
 
 
 def resolve_profile_path(name: str) -> Path:
@@ -90,7 +109,13 @@ class Printer:
 
 
 async def launch(
-    path: Path, *, host: str | None, watch: bool, printer: Printer, timeout: float | None
+    path: Path,
+    *,
+    host: str | None,
+    watch: bool,
+    printer: Printer,
+    timeout: float | None,
+    stall_after: float | None = None,
 ) -> int:
     from sgtui.core.profiles import dump_profile, load_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
@@ -98,6 +123,21 @@ async def launch(
     from sgtui.remote.targets import Target
 
     profile = load_profile(path)  # ProfileError (a UserError) lists every problem; the CLI exits 2
+    if profile.nodes:
+        from sgtui.commands.launch_multinode import launch_multinode
+        from sgtui.core.errors import UserError
+
+        if host is not None:
+            raise UserError(f"--host {host}: {path} is a multi-node profile; its `nodes:` name the hosts")
+        return await launch_multinode(
+            profile,
+            path,
+            watch=watch,
+            printer=printer,
+            timeout=timeout,
+            stall_after=stall_after,
+            password_cb=ask_password if sys.stdin.isatty() else None,
+        )
     host_name = host or profile.host
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)

@@ -32,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="time factor for the simulated SGLang (2 = twice as fast; default $SGTUI_SIM_SPEED or 1)",
     )
     parser.add_argument("--name", default="sim", help="host name to register (default: sim)")
+    parser.add_argument(
+        "--hosts",
+        type=int,
+        default=1,
+        help="serve this many simulated hosts, named sim, sim-2, ..., each on its own address 127.0.0.N "
+        "(with --port P: ports P, P+1, ...); two or more also write the multinode-demo profile",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +62,16 @@ def run(args: argparse.Namespace) -> int:
     if speed <= 0:
         raise UserError(f"--speed {speed:g}: the time factor must be positive (1 = real pace)")
     target_dir = Path(args.config_dir).expanduser() if args.config_dir else config_dir()
+    from sgtui.sim.fleet import MAX_HOSTS
+
+    if not 1 <= args.hosts <= MAX_HOSTS:
+        raise UserError(f"--hosts {args.hosts}: serve 1 to {MAX_HOSTS} simulated hosts")
+    if args.hosts > 1:
+        if args.name != "sim":
+            raise UserError("--name: a simulated fleet (--hosts 2 or more) is always named sim, sim-2, ...")
+        if args.port and args.port + args.hosts - 1 > 65535:
+            raise UserError(f"--port {args.port}: ports {args.port}..{args.port + args.hosts - 1} do not fit")
+        return asyncio.run(_serve_fleet(scenario, args.hosts, args.port, target_dir, speed))
     return asyncio.run(_serve(scenario, args.port, target_dir, speed, args.name))
 
 
@@ -94,5 +111,45 @@ async def _serve(scenario: object, port: int, config_dir: object, speed: float, 
         await stop.wait()
     finally:
         await host.close()
+        print("sgtui sim-host: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+async def _serve_fleet(scenario: object, count: int, port: int, config_dir: object, speed: float) -> int:
+    import asyncio
+    import signal
+    from pathlib import Path
+
+    from sgtui.core.errors import UserError
+    from sgtui.sim.fleet import SimFleet
+    from sgtui.sim.scenarios import Scenario
+
+    assert isinstance(scenario, Scenario) and isinstance(config_dir, Path)
+    fleet = SimFleet(count, scenario, speed=speed, base_port=port)
+    try:
+        await fleet.start()
+    except OSError as exc:
+        raise UserError(
+            f"--port {port}: cannot listen for {count} simulated hosts ({exc.strerror}); pick other ports"
+        ) from None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        written = fleet.write_config(config_dir)
+        for host in fleet:
+            print(
+                f"sgtui sim-host: {host.name} ({host.scenario.name}) listening on {host.host}:{host.port}",
+                flush=True,
+            )
+        print(f"  config: {written.hosts_file}", flush=True)
+        for profile in written.profiles:
+            print(f"  profile: {profile}", flush=True)
+        if count >= 2:
+            print(f"  try: SGTUI_CONFIG_DIR={config_dir} sgtui launch multinode-demo --watch", flush=True)
+        await stop.wait()
+    finally:
+        await fleet.close()
         print("sgtui sim-host: stopped", file=sys.stderr, flush=True)
     return 0

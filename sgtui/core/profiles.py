@@ -30,11 +30,31 @@ from sgtui.core.flags import (
     to_config_mapping,
     version_family,
 )
+from sgtui.core.profile_nodes import (
+    MANAGED_FLAGS,
+    Node,
+    check_dist_init_addr,
+    check_nodes,
+    check_parallel_split,
+    managed_flag_message,
+    node_flags,
+)
 
 TARGET_KINDS = ("host", "pct", "docker")
 REQUIRED_KEYS = ("name", "host", "python", "sglang")
-OPTIONAL_KEYS = ("target", "env", "gpus", "sglang_version")
-KEY_ORDER = ("name", "host", "target", "python", "sglang_version", "env", "gpus", "sglang")
+OPTIONAL_KEYS = ("target", "env", "gpus", "sglang_version", "nodes", "dist_init_addr")
+KEY_ORDER = (
+    "name",
+    "host",
+    "target",
+    "nodes",
+    "dist_init_addr",
+    "python",
+    "sglang_version",
+    "env",
+    "gpus",
+    "sglang",
+)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PROFILE_SUFFIXES = (".yaml", ".yml")
 
@@ -58,6 +78,22 @@ class Profile:
     gpus: list[int] | None = None
     sglang_version: str | None = None
     source: Path | None = None
+    # multi-node: node rank = position; `host`/`target` above are node 0's
+    nodes: list[Node] | None = None
+    dist_init_addr: str | None = None
+
+    @property
+    def nnodes(self) -> int:
+        return len(self.nodes) if self.nodes else 1
+
+    def node_argv(self, rank: int, dist_init_addr: str) -> list[str]:
+        """Node `rank`'s `sglang.launch_server` arguments: the common flags plus its rank."""
+        return [*self.argv, *node_flags(self.nnodes, rank, dist_init_addr)]
+
+    def node_env(self, rank: int) -> dict[str, str]:
+        """`env` with node `rank`'s own variables on top."""
+        extra = self.nodes[rank].env if self.nodes else {}
+        return {**self.env, **extra}
 
     @property
     def spec(self) -> LaunchSpec:
@@ -179,6 +215,13 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
             continue
         nodes[key] = (key_node, value_node)
     for key in REQUIRED_KEYS:
+        if key == "host" and "nodes" in nodes:
+            if "host" in nodes or "target" in nodes:
+                which = "host" if "host" in nodes else "target"
+                checker.add(
+                    nodes[which][0], which, "a multi-node profile names host and target per node, in `nodes:`"
+                )
+            continue
         if key not in nodes:
             checker.add(root, key, "missing (a profile needs " + ", ".join(REQUIRED_KEYS) + ")")
 
@@ -207,19 +250,31 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
     env = _check_env(nodes.get("env"), loader, checker)
     gpus = _check_gpus(nodes.get("gpus"), loader, checker)
     sglang = _check_sglang(nodes.get("sglang"), loader, checker, version)
+    node_list = check_nodes(nodes.get("nodes"), loader, checker)
+    dist_init_addr = check_dist_init_addr(nodes.get("dist_init_addr"), loader, checker, "nodes" in nodes)
+    nnodes = len(node_list) if node_list else 1
+    if sglang is not None and node_list:
+        check_parallel_split(nnodes, sglang, checker, nodes["sglang"][0])
 
     if gpus is not None and sglang is not None and "gpus" in nodes:
         spec_values = {k: v for k, v in sglang.items() if k in ("--tp-size", "--pp-size")}
-        needed = int(spec_values.get("--tp-size", 1)) * int(spec_values.get("--pp-size", 1))
+        needed = int(spec_values.get("--tp-size", 1)) * int(spec_values.get("--pp-size", 1)) // nnodes
         if len(gpus) < needed:
+            per = " per node" if nnodes > 1 else ""
             checker.add(
-                nodes["gpus"][1], "gpus", f"lists {len(gpus)} GPU(s) but tp-size x pp-size needs {needed}"
+                nodes["gpus"][1],
+                "gpus",
+                f"lists {len(gpus)} GPU(s) but tp-size x pp-size needs {needed}{per}",
             )
+    if node_list:
+        host, target = node_list[0].host, node_list[0].target
 
     if checker.problems:
         raise ProfileError(sorted(checker.problems, key=lambda p: p.line or 0))
     assert name is not None and host is not None and python is not None and sglang is not None
     return Profile(
+        nodes=node_list,
+        dist_init_addr=dist_init_addr,
         name=name,
         host=host,
         python=python,
@@ -255,7 +310,10 @@ def _check_version(
 
 
 def _check_target(
-    pair: tuple[yaml.Node, yaml.Node] | None, loader: yaml.SafeLoader, checker: _Checker
+    pair: tuple[yaml.Node, yaml.Node] | None,
+    loader: yaml.SafeLoader,
+    checker: _Checker,
+    where: str = "target",
 ) -> Target | None:
     if pair is None:
         return Target()
@@ -263,25 +321,25 @@ def _check_target(
     if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
         return Target()
     if not isinstance(node, yaml.MappingNode):
-        checker.add(node, "target", "must be a mapping such as {kind: pct, id: 129}")
+        checker.add(node, where, "must be a mapping such as {kind: pct, id: 129}")
         return None
     parts: dict[str, tuple[yaml.Node, Any]] = {}
-    for key_node, value_node in _pairs(node, checker, "target"):
+    for key_node, value_node in _pairs(node, checker, where):
         if key_node.value not in ("kind", "id"):
-            checker.add(key_node, f"target.{key_node.value}", "unknown key; target has kind and id")
+            checker.add(key_node, f"{where}.{key_node.value}", "unknown key; target has kind and id")
             continue
-        ok, value = _construct(loader, value_node, checker, f"target.{key_node.value}")
+        ok, value = _construct(loader, value_node, checker, f"{where}.{key_node.value}")
         if ok:
             parts[key_node.value] = (value_node, value)
     kind_node, kind = parts.get("kind", (node, None))
     if kind not in TARGET_KINDS:
         given = "missing" if "kind" not in parts else f"{kind!r} is not a target kind"
-        checker.add(kind_node, "target.kind", f"{given}; use one of {', '.join(TARGET_KINDS)}")
+        checker.add(kind_node, f"{where}.kind", f"{given}; use one of {', '.join(TARGET_KINDS)}")
         return None
     id_node, target_id = parts.get("id", (node, None))
     if kind == "host":
         if target_id is not None:
-            checker.add(id_node, "target.id", "a host target has no id; remove it or use kind pct/docker")
+            checker.add(id_node, f"{where}.id", "a host target has no id; remove it or use kind pct/docker")
             return None
         return Target("host")
     if kind == "pct":
@@ -289,18 +347,20 @@ def _check_target(
             target_id = int(target_id)
         if isinstance(target_id, bool) or not isinstance(target_id, int) or target_id <= 0:
             what = "missing" if target_id is None else f"{target_id!r} is not a container number"
-            checker.add(id_node, "target.id", f"{what}; a pct target needs the LXC's numeric VMID (e.g. 129)")
+            checker.add(
+                id_node, f"{where}.id", f"{what}; a pct target needs the LXC's numeric VMID (e.g. 129)"
+            )
             return None
         return Target("pct", target_id)
     if not isinstance(target_id, (str, int)) or isinstance(target_id, bool) or not str(target_id).strip():
         what = "missing" if target_id is None else f"{target_id!r} is not a container name"
-        checker.add(id_node, "target.id", f"{what}; a docker target needs the container's name or id")
+        checker.add(id_node, f"{where}.id", f"{what}; a docker target needs the container's name or id")
         return None
     return Target("docker", str(target_id))
 
 
 def _check_env(
-    pair: tuple[yaml.Node, yaml.Node] | None, loader: yaml.SafeLoader, checker: _Checker
+    pair: tuple[yaml.Node, yaml.Node] | None, loader: yaml.SafeLoader, checker: _Checker, where: str = "env"
 ) -> dict[str, str] | None:
     if pair is None:
         return {}
@@ -308,26 +368,26 @@ def _check_env(
     if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
         return {}
     if not isinstance(node, yaml.MappingNode):
-        checker.add(node, "env", "must be a mapping of NAME: value")
+        checker.add(node, where, "must be a mapping of NAME: value")
         return None
     env: dict[str, str] = {}
-    for key_node, value_node in _pairs(node, checker, "env"):
+    for key_node, value_node in _pairs(node, checker, where):
         name = key_node.value
         if not ENV_NAME.fullmatch(name):
             checker.add(
                 key_node,
-                f"env.{name}",
+                f"{where}.{name}",
                 "not a valid variable name (letters, digits, _; not starting with a digit)",
             )
             continue
-        ok, value = _construct(loader, value_node, checker, f"env.{name}")
+        ok, value = _construct(loader, value_node, checker, f"{where}.{name}")
         if not ok:
             continue
         if isinstance(value, bool):
             value = "1" if value else "0"
         if not isinstance(value, (str, int, float)):
             checker.add(
-                value_node, f"env.{name}", f"must be a text or number value, not {type(value).__name__}"
+                value_node, f"{where}.{name}", f"must be a text or number value, not {type(value).__name__}"
             )
             continue
         env[name] = str(value)
@@ -392,6 +452,9 @@ def _check_sglang(
             checker.add(value_node, err.flag or shown, _without_flag_prefix(str(err), err.flag or shown))
             continue
         for name, value in one.items():
+            if name in MANAGED_FLAGS:
+                checker.add(flag_node, name, managed_flag_message(name))
+                continue
             if name in first_line:
                 checker.add(flag_node, shown, f"the same flag as {name} on line {first_line[name]}; keep one")
                 continue
@@ -443,9 +506,15 @@ _ProfileDumper.add_representer(list, _represent_list)
 
 def dump_profile(profile: Profile) -> str:
     """YAML text that `parse_profile` reads back to an equal Profile."""
-    doc: dict[str, Any] = {"name": profile.name, "host": profile.host}
-    if profile.target.kind != "host":
-        doc["target"] = {"kind": profile.target.kind, "id": profile.target.id}
+    doc: dict[str, Any] = {"name": profile.name}
+    if profile.nodes:
+        doc["nodes"] = [_node_doc(n) for n in profile.nodes]
+        if profile.dist_init_addr is not None:
+            doc["dist_init_addr"] = profile.dist_init_addr
+    else:
+        doc["host"] = profile.host
+        if profile.target.kind != "host":
+            doc["target"] = {"kind": profile.target.kind, "id": profile.target.id}
     doc["python"] = profile.python
     if profile.sglang_version is not None:
         doc["sglang_version"] = profile.sglang_version
@@ -455,6 +524,15 @@ def dump_profile(profile: Profile) -> str:
         doc["gpus"] = list(profile.gpus)
     doc["sglang"] = to_config_mapping(profile.sglang, profile.sglang_version)
     return yaml.dump(doc, Dumper=_ProfileDumper, sort_keys=False, allow_unicode=True, width=110)
+
+
+def _node_doc(node: Node) -> dict[str, Any]:
+    doc: dict[str, Any] = {"host": node.host}
+    if node.target.kind != "host":
+        doc["target"] = {"kind": node.target.kind, "id": node.target.id}
+    if node.env:
+        doc["env"] = dict(node.env)
+    return doc
 
 
 def save_profile(profile: Profile, path: str | Path) -> Path:
@@ -496,6 +574,7 @@ def list_profiles(directory: str | Path) -> list[ProfileEntry]:
 
 
 __all__ = [
+    "Node",
     "Problem",
     "Profile",
     "ProfileEntry",

@@ -1,35 +1,65 @@
 """The life of one detached server run on a target: launch, find again, check, stop, wait for the GPUs.
 
-Each launch gets its own run directory (command, profile, pid/pgid, process start time, boot id, a fresh
-log, and the exit code when the command ends by itself). It is started with setsid so it outlives the SSH
-session and sgtui. Stopping signals exactly its process group and refuses when the pid now belongs to an
-unrelated process (PID reuse) - never `pkill`.
+Each launch gets its own run directory under the user's runs dir on the target (command, profile, env,
+pid/pgid, process start time, boot id, a fresh log, and the exit code when the command ends by itself),
+all private to that user (0700 dirs, 0600 files). It is started with setsid so it outlives the SSH
+session and sgtui. Every script checks on the target that the runs dir and the run dir are this user's
+before reading or acting; a record that fails is `foreign` and never signalled. Stopping signals exactly
+its process group, refuses when the pid now belongs to an unrelated process (PID reuse) - never `pkill` -
+and names what of the run is left outside the group.
 """
 
 from __future__ import annotations
 
 import asyncio
-import calendar
-import enum
 import json
 import secrets
-import shlex
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import asyncssh
 
-from sgtui.core import shell
+from sgtui.core import runscripts, shell
 from sgtui.core.nvsmi import GpuProcess, Value, advice
 from sgtui.remote.connection import RemoteError, Result, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
+from sgtui.remote.run_records import (
+    LOG_NAME,
+    LeftProcess,
+    RunRecord,
+    RunState,
+    RunStatus,
+    StopPreview,
+    StopResult,
+    checked_ids,
+    left_from_marker,
+    parse_run_listing,
+    preview_from_marker,
+    status_from_marker,
+)
 from sgtui.remote.tail import LogChunk, follow, read_rest
 from sgtui.remote.targets import Target, explain_failure
 
-DEFAULT_RUNS_DIR = "/var/tmp/sgtui-runs"
-LOG_NAME = "server.log"
+__all__ = [
+    "DEFAULT_RUNS_DIR",
+    "LOG_NAME",
+    "ForeignRunError",
+    "GpusBusyError",
+    "LeftProcess",
+    "PidReusedError",
+    "RunError",
+    "RunManager",
+    "RunRecord",
+    "RunState",
+    "RunStatus",
+    "StopPreview",
+    "StopResult",
+    "new_run_id",
+    "status_from_marker",
+]
+
+DEFAULT_RUNS_DIR = None  # the per-user default, resolved on the target: runscripts.DEFAULT_RUNS_DIR_TEXT
 
 
 class RunError(RemoteError):
@@ -40,6 +70,10 @@ class PidReusedError(RunError):
     """The recorded pid now belongs to another process: sgtui will not signal it."""
 
 
+class ForeignRunError(RunError):
+    """The run (or the runs dir) is not this user's, or its record cannot be verified: nothing is done."""
+
+
 class GpusBusyError(RunError):
     """The GPUs were not freed in time; `holders` name who still holds memory."""
 
@@ -48,73 +82,29 @@ class GpusBusyError(RunError):
         self.holders = holders
 
 
-class RunState(enum.Enum):
-    RUNNING = "running"
-    EXITED = "exited"  # ended by itself; rc known
-    DEAD = "dead"  # gone without an exit code (killed, or the host rebooted)
-    PID_REUSED = "pid-reused"  # gone, and its pid now belongs to another process
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    state: RunState
-    rc: int | None = None
-    members: int = 0  # live (non-zombie) processes left in the run's process group
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """What sgtui knows about a launched run; saved as run.json + command.json in its run directory."""
-
-    id: str
-    host: str
-    target: Target
-    run_dir: str
-    argv: list[str]
-    env: dict[str, str]
-    gpus: list[int]
-    pid: int
-    pgid: int
-    start: int | None
-    boot: str
-    started_at: float = field(default_factory=time.time)
-
-    @property
-    def log_path(self) -> str:
-        return f"{self.run_dir}/{LOG_NAME}"
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["target"] = {"kind": self.target.kind, "id": self.target.id}
-        return data
-
-
-@dataclass(frozen=True)
-class StopResult:
-    result: str  # "stopped" | "not-running" | "survivors"
-    signal: str | None  # the last signal sent: "TERM" or "KILL"
-    members: int  # processes still alive at the end (0 unless "survivors")
-    seconds: float
-
-
 def new_run_id() -> str:
     """Sortable by time, unique enough to never reuse a log path."""
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
 class RunManager:
-    """Runs of one target on one host; `runs_dir` is an absolute path on the target."""
+    """Runs of one target on one host. `runs_dir` is an absolute path on the target, or None for the
+    target user's own default (`${XDG_STATE_HOME:-$HOME/.local/state}/sgtui/runs`, resolved there; after
+    the first script `runs_dir` holds the resolved path)."""
 
-    def __init__(self, conn: Transport, target: Target, runs_dir: str = DEFAULT_RUNS_DIR) -> None:
-        if not runs_dir.startswith("/"):
-            raise shell.ShellError(f"runs_dir must be an absolute path on the target, got {runs_dir!r}")
+    def __init__(self, conn: Transport, target: Target, runs_dir: str | None = DEFAULT_RUNS_DIR) -> None:
         self.conn = conn
         self.target = target
-        self.runs_dir = runs_dir.rstrip("/") or "/"
+        self.runs_dir: str | None = runscripts.check_runs_dir(runs_dir)
+        self._configured = self.runs_dir is not None
 
     @property
     def host(self) -> str:
         return self.conn.host.name
+
+    @property
+    def where(self) -> str:
+        return f"{self.host} {self.target.label}" if self.target.kind != "host" else self.host
 
     async def _script(
         self, script: str, doing: str, timeout: float | None = 60
@@ -125,42 +115,60 @@ class RunManager:
             raise RunError(explain_failure(self.host, self.target, result, doing))
         return marker, result
 
+    def _refuse(self, run: RunRecord, doing: str) -> None:
+        """Raise ForeignRunError unless `run` is one this user may act on."""
+        why = run.foreign
+        if why is None and run.start is None:
+            why = "its record has no start time (start: null), so its pid cannot be told from a reused one"
+        if why is not None:
+            raise ForeignRunError(f"{self.where}: refusing to {doing} run {run.id}: {why}; nothing was done")
+
     async def launch(
         self,
         argv: Sequence[str],
         env: Mapping[str, str] | None = None,
         profile_yaml: str | None = None,
         gpus: Sequence[int] = (),
+        *,
+        node_rank: int | None = None,
+        run_id: str | None = None,
     ) -> RunRecord:
-        """Start argv detached into a fresh run directory and log; returns once pid/pgid are known."""
+        """Start argv detached into a fresh run directory and log; returns once pid/pgid are known.
+        A launch that fails before the server started leaves no run directory behind."""
         if not argv or not argv[0].startswith("/"):
             raise shell.ShellError(
                 f"the command must start with an absolute interpreter path, got {argv[0] if argv else ''!r}: "
                 "inside pct the PATH is reset and rc files are not read"
             )
-        run_id = new_run_id()
-        run_dir = f"{self.runs_dir}/{run_id}"
-        command = {
+        run_id = run_id or new_run_id()
+        command: dict[str, Any] = {
             "argv": list(argv),
             "env": dict(env or {}),
             "gpus": list(gpus),
             "target": {"kind": self.target.kind, "id": self.target.id},
             "host": self.host,
         }
+        if node_rank is not None:
+            command["node_rank"] = node_rank
         files = {"command.json": json.dumps(command, ensure_ascii=False) + "\n"}
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
-        script = shell.detach_script(run_dir, argv, env, log_name=LOG_NAME, files=files)
+        script = runscripts.detach_script(self.runs_dir, run_id, argv, env, log_name=LOG_NAME, files=files)
         marker, result = await self._script(script, "launch the server")
         if "error" in marker:
-            raise RunError(self._launch_failure(str(marker["error"]), run_dir, argv, result))
+            raise RunError(self._launch_failure(marker, run_id, argv, result))
+        run_dir = str(marker.get("run_dir") or "")
         try:
-            pid, pgid, start, boot = _checked_ids(marker)
+            pid, pgid, start, boot = checked_ids(marker)
+            expected = f"{self.runs_dir}/{run_id}" if self.runs_dir else f"/sgtui/runs/{run_id}"
+            if not run_dir.startswith("/") or not run_dir.endswith(expected):
+                raise shell.ShellError(f"run dir {run_dir!r} is not {expected}")
         except (shell.ShellError, KeyError) as exc:
-            raise RunError(f"{self.host} {self.target.label}: the launch reported nonsense ({exc})") from None
+            raise RunError(f"{self.where}: the launch reported nonsense ({exc})") from None
+        self.runs_dir = run_dir.rsplit("/", 1)[0]
         if marker.get("saved") is False:
             raise RunError(
-                f"{self.host} {self.target.label}: the server started (pid {pid}) but its record could not "
+                f"{self.where}: the server started (pid {pid}) but its record could not "
                 f"be written to {run_dir}/run.json, so sgtui could not find it again; free space there, "
                 "then stop it from this screen"
             )
@@ -176,11 +184,17 @@ class RunManager:
             pgid=pgid,
             start=start,
             boot=boot,
+            user=str(marker.get("user") or "") or None,
+            node_rank=node_rank,
         )
 
-    def _launch_failure(self, error: str, run_dir: str, argv: Sequence[str], result: Result) -> str:
+    def _launch_failure(
+        self, marker: Mapping[str, Any], run_id: str, argv: Sequence[str], result: Result
+    ) -> str:
+        error, why = str(marker["error"]), str(marker.get("why") or "")
         exe = argv[0]
-        where = f"{self.host} {self.target.label}" if self.target.kind != "host" else self.host
+        where = self.where
+        run_dir = f"{self.runs_dir or 'the runs dir'}/{run_id}"
         if error == "log-exists":
             return f"{self.host}: log {run_dir}/{LOG_NAME} already exists; refusing to reuse it"
         if error == "not-executable":
@@ -194,34 +208,64 @@ class RunManager:
                 f"{exe} on {where} has no {module} module: install SGLang into that environment, or set the "
                 "profile's `python:` to the environment that has it"
             )
+        if error == "unsafe":
+            return (
+                f"{where}: refusing the runs dir: {why}. sgtui keeps runs only in a directory that is yours "
+                "alone; set runs_dir (hosts.yaml or the profile) to one, or fix its owner and mode"
+            )
+        if error == "no-home":
+            return f"{where}: {why}"
         if error == "run-dir":
             return explain_failure(self.host, self.target, result, f"create the run directory {run_dir}")
         return explain_failure(self.host, self.target, result, f"write the run files in {run_dir}")
 
     async def list_runs(self) -> list[RunRecord]:
-        """Every run recorded under runs_dir (oldest first): what a restarted sgtui reattaches to."""
-        script = (
-            f"for d in {shlex.quote(self.runs_dir)}/*/; do\n"
-            '  [ -r "$d/run.json" ] || continue\n'
-            '  printf "@@run %s\\n" "$d"; cat "$d/run.json"; echo; cat "$d/command.json" 2>/dev/null; echo\n'
-            "done\necho '@@sgtui {}'\n"
-        )
-        result = await self.conn.run(self.target.script(script), timeout=60)
-        if shell.parse_marker(result.stdout) is None:
-            raise RunError(
-                explain_failure(self.host, self.target, result, f"list the runs in {self.runs_dir}")
+        """Every run recorded under runs_dir (oldest first): what a restarted sgtui reattaches to. Runs
+        that fail a check are listed with `.foreign` set; a runs dir that is not ours raises
+        ForeignRunError."""
+        marker, result = await self._script(runscripts.list_script(self.runs_dir), "list the runs")
+        if marker.get("error") == "no-home":
+            raise RunError(f"{self.where}: {marker.get('why')}")
+        runs_dir = str(marker.get("runs_dir") or "")
+        if not runs_dir.startswith("/"):
+            raise RunError(f"{self.where}: the runs listing named no runs dir")
+        self.runs_dir = runs_dir
+        if "unsafe" in marker:
+            raise ForeignRunError(
+                f"{self.where}: refusing the runs dir: {marker['unsafe']}. Nothing in it was read or acted "
+                "on; set runs_dir (hosts.yaml or the profile) to a directory that is yours alone"
             )
-        return [
-            r
-            for r in parse_run_listing(result.stdout, self.host, self.target)
-            if _directly_under(r, self.runs_dir)
-        ]
+        return parse_run_listing(result.stdout, self.host, self.target, runs_dir)
 
     async def status(self, run: RunRecord) -> RunStatus:
+        """The run's state; a foreign record is FOREIGN without a look at its processes."""
+        if run.foreign is not None:
+            return RunStatus(RunState.FOREIGN, foreign=run.foreign)
         marker, _ = await self._script(
-            shell.status_script(run.pgid, run.start, run.boot, run.log_path), f"check run {run.id}"
+            runscripts.status_script(run.pgid, run.start, run.boot, run.log_path, run_dir=run.run_dir),
+            f"check run {run.id}",
         )
-        return status_from_marker(marker)
+        return status_from_marker(marker, run.log_path)
+
+    async def preview(self, run: RunRecord) -> StopPreview:
+        """What a stop of `run` would hit: its group leader's owner, age and command line next to the
+        recorded argv (with a warning when they differ), and how many of its processes left the group."""
+        self._refuse(run, "preview a stop of")
+        marker, _ = await self._script(
+            runscripts.preview_script(run.pgid, run.start, run.boot, run_dir=run.run_dir, run_id=run.id),
+            f"look at run {run.id}",
+        )
+        if marker.get("result") == "foreign":
+            raise ForeignRunError(f"{self.where}: refusing run {run.id}: {marker.get('foreign')}")
+        if str(marker.get("reused", "0")) != "0":
+            raise PidReusedError(self._reused_message(run))
+        return preview_from_marker(run, marker)
+
+    def _reused_message(self, run: RunRecord) -> str:
+        return (
+            f"{self.host}: pid {run.pgid} of run {run.id} now belongs to another process, so the run "
+            "itself has ended; nothing was signalled (check the GPU holders if memory is still in use)"
+        )
 
     async def stop(
         self,
@@ -232,10 +276,15 @@ class RunManager:
         """TERM the run's process group, wait up to `grace` s, then KILL; confirm nothing is left.
 
         `on_progress(seconds_since_term, live_members)` is called about every 0.25 s while waiting.
-        Raises PidReusedError (nothing is signalled) when the pid belongs to another process now.
+        Raises PidReusedError (nothing is signalled) when the pid belongs to another process now, and
+        ForeignRunError for a record that is not ours (checked again on the target). `StopResult.left`
+        names the run's processes still alive outside its group.
         """
+        self._refuse(run, "stop")
         t0 = time.monotonic()
-        script = shell.stop_script(run.pgid, run.start, run.boot, grace)
+        script = runscripts.stop_script(
+            run.pgid, run.start, run.boot, grace, run_dir=run.run_dir, run_id=run.id
+        )
         lines: list[str] = []
         try:
             async with self.conn.stream(self.target.script(script), long_lived=False) as proc:
@@ -248,7 +297,7 @@ class RunManager:
                     for raw in complete:
                         line = raw.decode("utf-8", "replace")
                         lines.append(line)
-                        progress = shell.parse_progress(line)
+                        progress = runscripts.parse_progress(line)
                         if progress is not None and on_progress is not None:
                             on_progress(*progress)
         except (asyncssh.Error, OSError) as exc:
@@ -260,23 +309,32 @@ class RunManager:
         if marker is None:
             failed = Result("\n".join(lines), "", None)
             raise RunError(explain_failure(self.host, self.target, failed, f"stop run {run.id}"))
-        if marker.get("result") == "pid-reused":
-            raise PidReusedError(
-                f"{self.host}: pid {run.pgid} of run {run.id} now belongs to another process, so the run "
-                "itself has ended; nothing was signalled (check the GPU holders if memory is still in use)"
+        if marker.get("result") == "foreign":
+            raise ForeignRunError(
+                f"{self.where}: refusing to stop run {run.id}: {marker.get('foreign')}; nothing was signalled"
             )
+        if marker.get("result") == "pid-reused":
+            raise PidReusedError(self._reused_message(run))
         return StopResult(
-            str(marker["result"]), marker.get("signal"), int(marker.get("members", 0)), time.monotonic() - t0
+            str(marker["result"]),
+            marker.get("signal"),
+            int(marker.get("members", 0)),
+            time.monotonic() - t0,
+            left_from_marker(marker),
         )
 
     async def tail(self, run: RunRecord, offset: int = 0) -> AsyncIterator[LogChunk]:
         """Follow the run's log from byte `offset` (0 = the beginning), resuming after disconnects."""
+        if run.foreign is not None:
+            self._refuse(run, "follow")
         async for chunk in follow(self.conn, run.log_path, target=self.target, offset=offset):
             yield chunk
 
     async def read_rest(self, run: RunRecord, offset: int) -> LogChunk:
         """The log after `offset` including a final line without a newline (for a run that has ended:
         `tail` only delivers complete lines)."""
+        if run.foreign is not None:
+            self._refuse(run, "read")
         return await read_rest(self.conn, run.log_path, target=self.target, offset=offset)
 
     async def wait_gpus_free(
@@ -334,85 +392,3 @@ def _busy_message(
 def _mib(value: Value) -> str:
     """Memory as nvidia-smi gave it: a number, or the reason there is none (never a made-up 0)."""
     return f"{value.value:.0f} MiB" if value.value is not None else f"unknown MiB ({value.reason})"
-
-
-def status_from_marker(marker: Mapping[str, Any]) -> RunStatus:
-    """The status script's marker -> RunStatus (members alive win over a recorded exit code)."""
-    rc = marker.get("rc")
-    members = int(marker.get("members") or 0)
-    reused = str(marker.get("reused", "0"))
-    if reused == "boot":
-        return RunStatus(RunState.DEAD, rc, 0)
-    if reused != "0":
-        return RunStatus(RunState.PID_REUSED, rc, 0)
-    if members > 0:
-        return RunStatus(RunState.RUNNING, rc, members)
-    if rc is not None:
-        return RunStatus(RunState.EXITED, int(rc), 0)
-    return RunStatus(RunState.DEAD, None, 0)
-
-
-def parse_run_listing(text: str, host: str, target: Target) -> list[RunRecord]:
-    """The listing script's output -> the runs of `target` (where it was listed). A record that is damaged,
-    names another target or holds values a launch never writes is left out: nothing acts on it."""
-    records: list[RunRecord] = []
-    blocks = text.split("@@run ")[1:]
-    for block in blocks:
-        head, _, rest = block.partition("\n")
-        run_dir = head.strip().rstrip("/")
-        docs = [ln for ln in rest.splitlines() if ln.strip() and not ln.startswith("@@sgtui")]
-        try:
-            meta = json.loads(docs[0])
-            cmd = json.loads(docs[1]) if len(docs) > 1 else {}
-            pid, pgid, start, boot = _checked_ids(meta)
-            declared = cmd.get("target")
-            if declared and Target.from_mapping(declared) != target:
-                continue
-            argv = [str(a) for a in cmd.get("argv", [])]
-            env = {str(k): str(v) for k, v in dict(cmd.get("env", {})).items()}
-            gpus = list(cmd.get("gpus", []))
-            if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus):
-                continue
-        except (IndexError, KeyError, TypeError, AttributeError, ValueError, shell.ShellError):
-            continue
-        run_id = run_dir.rsplit("/", 1)[-1]
-        records.append(
-            RunRecord(
-                id=run_id,
-                host=host,
-                target=target,
-                run_dir=run_dir,
-                argv=argv,
-                env=env,
-                gpus=gpus,
-                pid=pid,
-                pgid=pgid,
-                start=start,
-                boot=boot,
-                started_at=_started_at(run_id),
-            )
-        )
-    return sorted(records, key=lambda r: r.id)
-
-
-def _checked_ids(meta: Mapping[str, Any]) -> tuple[int, int, int | None, str]:
-    """pid, pgid, start, boot as read back from the host, refused unless they are what a launch writes:
-    pid = pgid (a session leader), a plausible pgid (never 0, 1 or negative), an integer start time."""
-    pid, pgid = meta["pid"], meta["pgid"]
-    shell.check_pgid(pgid)
-    if pid != pgid:
-        raise shell.ShellError(f"pid {pid!r} differs from pgid {pgid!r}, but a run leads its own group")
-    return pid, pgid, shell.check_start(meta.get("start")), shell.check_boot(meta.get("boot"))
-
-
-def _directly_under(run: RunRecord, runs_dir: str) -> bool:
-    parent, _, name = run.run_dir.rpartition("/")
-    return (parent or "/") == runs_dir and name not in ("", ".", "..")
-
-
-def _started_at(run_id: str) -> float:
-    """The launch time encoded in a run id (UTC), or 0.0 for a directory sgtui did not name."""
-    try:
-        return float(calendar.timegm(time.strptime(run_id[:15], "%Y%m%d-%H%M%S")))
-    except ValueError:
-        return 0.0

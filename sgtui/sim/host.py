@@ -14,10 +14,11 @@ import shutil
 import signal
 import socket
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import asyncssh
 import yaml
 
 from sgtui.sim.install import host_env, install
@@ -51,19 +52,27 @@ class SimHost:
         port: int = 0,
         state_dir: str | Path | None = None,
         max_sessions: int | None = None,
+        name: str = HOST_NAME,
+        client_key: asyncssh.SSHKey | None = None,
     ) -> None:
         self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        if name != self.scenario.hostname:
+            self.scenario = replace(self.scenario, hostname=name)
+        self.name = name
         self.speed = speed
         self._own_dir = state_dir is None
         self.state_dir = Path(tempfile.mkdtemp(prefix="sgtui-sim-")) if state_dir is None else Path(state_dir)
-        self.store: StateStore = install(self.scenario, self.state_dir, speed)
+        self.store: StateStore = install(self.scenario, self.state_dir, speed, address=host)
         self.server = SimSSHServer(
             host,
             port,
-            env=host_env(self.state_dir, speed),
+            env=host_env(self.state_dir, speed, address=host),
             cwd=self.state_dir / "root",
             max_sessions=max_sessions,
+            client_key=client_key,
         )
+        if host != "127.0.0.1":
+            self.server.loopback_alias = host
         self._busy: list[socket.socket] = []
 
     @property
@@ -83,7 +92,7 @@ class SimHost:
 
     async def start(self) -> SimHost:
         for port in self.scenario.busy_ports:
-            sock = _hold_port(port)
+            sock = _hold_port(port, self.host)
             if sock is not None:
                 self._busy.append(sock)
         await self.server.start()
@@ -167,12 +176,12 @@ class SimHost:
         return WrittenConfig(hosts_file, known, key_file, written)
 
 
-def _hold_port(port: int) -> socket.socket | None:
-    """Listen on 127.0.0.1:port like a leftover server would; None when something already does."""
+def _hold_port(port: int, address: str = "127.0.0.1") -> socket.socket | None:
+    """Listen on address:port like a leftover server would; None when something already does."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind(("127.0.0.1", port))
+        sock.bind((address, port))
         sock.listen(8)
     except OSError:
         sock.close()

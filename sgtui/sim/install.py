@@ -30,11 +30,33 @@ from sgtui.sim.scenarios import Scenario, SimContainer, SimVenv
 from sgtui.sim.state import StateStore
 
 SITE_PACKAGES = "lib/python3.12/site-packages"
+ADDR_ENV = "SGTUI_SIM_ADDR"
+# Every simulated host shares this machine's loopback, but each has its own address (127.0.0.N): a Python
+# server in one of its SGLang venvs that binds the wildcard or loopback address binds the host's own
+# address instead, so two simulated hosts can both serve port 30000, and a port is reachable only at the
+# address of the host that listens (what a real network does between machines).
+SITECUSTOMIZE = """\
+import os as _os
+import socket as _socket
+
+_ADDR = _os.environ.get("SGTUI_SIM_ADDR")
+if _ADDR:
+    _bind = _socket.socket.bind
+    _OWN = ("", "0.0.0.0", "127.0.0.1", "localhost")
+
+    def _sim_bind(self, address):
+        if isinstance(address, tuple) and len(address) == 2 and address[0] in _OWN:
+            address = (_ADDR, address[1])
+        return _bind(self, address)
+
+    _socket.socket.bind = _sim_bind
+"""
 SGTUI_ROOT = str(Path(sgtui.__file__).resolve().parent.parent)
 
 
-def host_env(state_dir: Path, speed: float) -> dict[str, str]:
-    """The environment every command on the simulated host starts with (what sshd would give root)."""
+def host_env(state_dir: Path, speed: float, address: str = "127.0.0.1") -> dict[str, str]:
+    """The environment every command on the simulated host starts with (what sshd would give root).
+    `SGTUI_SIM_ADDR` is the host's own address: Python servers in its SGLang venvs bind there."""
     return {
         "PATH": f"{state_dir / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "HOME": str(state_dir / "root"),
@@ -44,13 +66,16 @@ def host_env(state_dir: Path, speed: float) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "SGTUI_SIM_SPEED": f"{speed:g}",
         "PYTHONDONTWRITEBYTECODE": "1",
+        ADDR_ENV: address,
     }
 
 
-def initial_state(scenario: Scenario, speed: float) -> dict[str, Any]:
+def initial_state(scenario: Scenario, speed: float, address: str = "127.0.0.1") -> dict[str, Any]:
     return {
         "scenario": scenario.name,
         "hostname": scenario.hostname,
+        "address": address,
+        "dist_init_hang": scenario.dist_init_hang,
         "speed": speed,
         "ignore_term": scenario.ignore_term,
         "release_delay_s": scenario.release_delay_s,
@@ -121,6 +146,7 @@ def install_venv(root: Path, venv: SimVenv, state_dir: Path) -> None:
     site = base / SITE_PACKAGES
     pkg = site / "sglang"
     pkg.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     (pkg / "__init__.py").write_text(f'__version__ = "{venv.version}"\n')
     (pkg / "version.py").write_text(f'__version__ = "{venv.version}"\n')
     (pkg / "launch_server.py").write_text(
@@ -161,12 +187,14 @@ def install_container(state_dir: Path, ct: SimContainer) -> None:
                 link.symlink_to(root / HOST_VIEW / top / entry)
 
 
-def install(scenario: Scenario, state_dir: Path, speed: float = 1.0) -> StateStore:
+def install(
+    scenario: Scenario, state_dir: Path, speed: float = 1.0, address: str = "127.0.0.1"
+) -> StateStore:
     """Create the whole state dir for `scenario`; returns its state store."""
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / "root").mkdir(exist_ok=True)
     store = StateStore(state_dir)
-    store.create(initial_state(scenario, speed))
+    store.create(initial_state(scenario, speed, address))
     _python_fake(state_dir / "bin" / "nvidia-smi", "nvidia_smi", state_dir)
     _python_fake(state_dir / "bin" / "pct", "pct", state_dir)
     for ct in scenario.containers:

@@ -76,6 +76,16 @@ class Scenario:
     release_delay_s: float = 1.0
     # Demo profiles written by `sgtui sim-host` into the config dir: file name -> YAML text.
     profiles: dict[str, str] = field(default_factory=dict)
+    # The SGLang stand-in's ranks on this host never reach the store at --dist-init-addr (as when NCCL/GLOO
+    # picked a network interface that cannot reach node 0): distributed init never completes anywhere.
+    dist_init_hang: bool = False
+    # In a simulated fleet (`--hosts K`), host number N (1 = `sim`, 2 = `sim-2`, ...) is this scenario
+    # instead of the fleet's own one.
+    per_host: dict[int, Scenario] = field(default_factory=dict)
+
+    def for_host(self, number: int) -> Scenario:
+        """The scenario of fleet host `number` (1-based)."""
+        return self.per_host.get(number, self)
 
 
 _QWEN_FLAGS = """\
@@ -182,6 +192,40 @@ RTX_PRO_6000 = Scenario(
     },
 )
 
+MULTINODE_PROFILE = "multinode-demo"
+
+
+def multinode_profile(hosts: tuple[str, ...] = ("sim", "sim-2")) -> str:
+    """Qwen3.6-27B with TP 4 across two A6000 hosts (2 GPUs each, LXC 129, SGLang 0.5.11)."""
+    nodes = "".join(f"  - host: {h}\n    target: {{kind: pct, id: 129}}\n" for h in hosts)
+    return (
+        f"name: {MULTINODE_PROFILE}\n"
+        f"nodes:\n{nodes}"
+        f"python: {_VENV_0511.python}\n"
+        'sglang_version: "0.5.11"\n'
+        "gpus: [0, 1]\n"
+        'env:\n  CUDA_VISIBLE_DEVICES: "0,1"\n'
+        "sglang:\n"
+        "  model-path: /opt/models/Qwen3.6-27B\n"
+        "  served-model-name: qwen3.6-27b\n"
+        f"  tp-size: {2 * len(hosts)}\n"
+        "  mem-fraction-static: 0.85\n"
+        "  context-length: 32768\n"
+        "  disable-radix-cache: true\n"
+        "  max-running-requests: 8\n"
+        "  host: 127.0.0.1\n"
+        "  port: 30000\n"
+    )
+
+
+_SKEWED_129 = SimContainer(
+    129,
+    "sglang",
+    True,
+    (0, 1),
+    (_VENV_059, _VENV_059_DOT, SimVenv(_VENV_0511.path, "0.5.9"), _VENV_0523),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -210,6 +254,30 @@ SCENARIOS: dict[str, Scenario] = {
             name="other-user",
             description="The A6000 host, where another user's process holds 20 GiB on GPU 1.",
             foreign=(ForeignProcess(4190001, "/usr/bin/python3", 1, 20480, "alice"),),
+        ),
+        replace(
+            PROXMOX_A6000,
+            name="multinode-stall",
+            description=(
+                "A fleet of A6000 hosts (use --hosts 2 or more) where sim-2's SGLang ranks never reach the "
+                "store at --dist-init-addr: multinode-demo hangs in distributed init on every node."
+            ),
+            per_host={2: replace(PROXMOX_A6000, name="multinode-stall", dist_init_hang=True)},
+        ),
+        replace(
+            PROXMOX_A6000,
+            name="multinode-version-skew",
+            description=(
+                "A fleet of A6000 hosts where sim-2's /opt/sglang-0.5.11/venv was left on SGLang 0.5.9 "
+                "by an upgrade that missed it: the pre-launch check reports the mismatch."
+            ),
+            per_host={
+                2: replace(
+                    PROXMOX_A6000,
+                    name="multinode-version-skew",
+                    containers=(_SKEWED_129, PROXMOX_A6000.containers[1]),
+                )
+            },
         ),
     )
 }

@@ -224,10 +224,16 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
         self.sessions += 1
         return _ExecSession(self._server, self)
 
-    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
-        """direct-tcpip to loopback only: enough for the health probe, nothing more."""
+    def connection_requested(
+        self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
+    ) -> bool | asyncssh.SSHTCPSession[bytes]:
+        """direct-tcpip to loopback only: enough for the health probe, nothing more. On a fleet host with
+        its own address, "127.0.0.1" means that address (its own loopback), as sshd on that machine."""
         if not self._server.allow_tcp_forwarding:  # what sshd answers under `AllowTcpForwarding no`
             raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "open failed")
+        alias = self._server.loopback_alias
+        if alias and dest_host in _LOOPBACK and self.conn is not None:
+            return self.conn.forward_connection(alias, dest_port)  # type: ignore[no-any-return]
         return dest_host in _LOOPBACK or dest_host.startswith("127.")
 
 
@@ -267,6 +273,7 @@ class SimSSHServer:
         self.password = password
         self.allow_tcp_forwarding = allow_tcp_forwarding
         self.kbdint_only = kbdint_only  # ask the password through keyboard-interactive, as PAM setups do
+        self.loopback_alias: str | None = None  # a fleet host's own address, which its "127.0.0.1" means
         self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
         self.client_key = client_key or asyncssh.generate_private_key("ssh-ed25519")
         self._acceptor: asyncssh.SSHAcceptor | None = None

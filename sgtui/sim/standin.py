@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sgtui.sim import logfmt
+from sgtui.sim import logfmt, rendezvous
 from sgtui.sim.http_api import make_http_server
 from sgtui.sim.plan import (
     GRAPH_HINTS,
@@ -126,6 +126,9 @@ class StandIn:
         self.serving = False
         self.http: http.server.ThreadingHTTPServer | None = None
         self.shards = 1
+        self.nnodes = 1
+        self.node_rank = 0
+        self.meeting = rendezvous.Meeting(self.state, self.speed)
 
     # --- timing and memory --------------------------------------------------------------------------
 
@@ -164,6 +167,8 @@ class StandIn:
             return 2
         spec = parsed.spec
         self.log = Log(self.out, spec.tp_size)
+        self.nnodes = max(int(parsed.values.get("--nnodes") or 1), 1)
+        self.node_rank = int(parsed.values.get("--node-rank") or 0)
         facts_dir = model_folder(spec.model_path)
         if facts_dir is None:
             self.fail_main(
@@ -183,7 +188,7 @@ class StandIn:
         if (err := radix_conflict(spec, facts, self.version)) is not None:
             self.fail_main(err)
             return 1
-        if not self.place_ranks(spec.tp_size):
+        if not self.place_ranks(spec.tp_size // self.nnodes):
             return self.crash("dist", "RuntimeError: CUDA error: invalid device ordinal")
         self.start_ranks()
         self.sleep(PHASES["args"] / 2)
@@ -194,8 +199,9 @@ class StandIn:
         if tp > len(rows):
             self.ranks = [Rank(0, rows[0].index if rows else 0, 0.0, 0.0)]
             return False
+        first = self.node_rank * tp  # TP ranks of this node: SGLang's _calculate_rank_ranges
         self.ranks = [
-            Rank(i, r.index, r.total_mib / 1024, r.free_mib / 1024) for i, r in enumerate(rows[:tp])
+            Rank(first + i, r.index, r.total_mib / 1024, r.free_mib / 1024) for i, r in enumerate(rows[:tp])
         ]
         return True
 
@@ -230,6 +236,11 @@ class StandIn:
     def start_up(self, spec: LaunchSpec, facts: ModelFacts, values: dict[str, Any]) -> int:
         log, ranks, version = self.log, self.ranks, self.version
         log.ranks(ranks, lambda r: "Init torch distributed begin.")
+        if self.nnodes > 1:
+            try:
+                self.meeting.meet(values, spec.port, [r.index for r in ranks], spec.tp_size * spec.pp_size)
+            except rendezvous.DistInitError as exc:
+                return self.crash("dist", exc.text)
         self.sleep(PHASES["dist"] / 2)
         log.ranks(ranks, lambda r: "sglang is using nccl==2.27.5")
         for rank in ranks:
@@ -295,9 +306,9 @@ class StandIn:
 
         smallest = min(gpu_rows(self.state, self.visible_gpus()), key=lambda g: g.total_mib)
         gpu = GpuSpec(name=smallest.name, mib=smallest.total_mib)
-        report = fit(
-            spec, facts, gpu, n_gpus=len(self.visible_gpus()), version=self.version, free_gib=baseline
-        )
+        # TP across nodes: each GPU holds 1/tp of the model, whichever node it is on
+        n_gpus = len(self.visible_gpus()) * self.nnodes
+        report = fit(spec, facts, gpu, n_gpus=n_gpus, version=self.version, free_gib=baseline)
         data: dict[str, Any] = report.to_json()
         return data
 
@@ -359,8 +370,10 @@ class StandIn:
                 pools.context_len,
                 self.avail(self.ranks[0]),
             ),
-            0,
+            self.ranks[0].index,
         )
+        if self.node_rank >= 1:
+            return self.serve_worker(spec.port)
         return self.serve(spec, facts_path=str(spec.model_path), values=values)
 
     def capture(self, spec: LaunchSpec, report: dict[str, Any]) -> int | None:
@@ -396,6 +409,15 @@ class StandIn:
         return None
 
     # --- HTTP ---------------------------------------------------------------------------------------
+
+    def serve_worker(self, port: int) -> int:
+        """A node of rank >= 1 runs no tokenizer or HTTP API: SGLang starts a silent /health server
+        (uvicorn at log level warning) and waits on its schedulers, printing nothing more."""
+        with contextlib.suppress(OSError):
+            self.http = make_http_server(port, lambda line: None, self.version, "", {})
+            threading.Thread(target=self.http.serve_forever, name="health", daemon=True).start()
+        while True:
+            time.sleep(3600)
 
     def serve(self, spec: LaunchSpec, facts_path: str, values: dict[str, Any]) -> int:
         log = self.log

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sgtui.remote.connection import Connection, RemoteError, Result
-from sgtui.remote.runs import RunError, RunManager
+from sgtui.remote.runs import ForeignRunError, RunError, RunManager
 from sgtui.remote.targets import Target, explain_failure, sglang_version
 from sgtui.sim.sshserver import SimSSHServer
 
@@ -77,7 +77,7 @@ async def test_a_run_dir_that_cannot_be_created_is_named(conn: Connection, tmp_p
     blocker.write_text("")
     manager = RunManager(conn, Target(), str(blocker))
     with pytest.raises(
-        RunError, match=rf"cannot create the run directory {blocker}/.*: Not a directory"
+        RunError, match=rf"cannot create the run directory {blocker}/.*: (Not a directory|File exists)"
     ) as err:
         await manager.launch(["/bin/sleep", "1"])
     _one_sentence(str(err.value))
@@ -124,7 +124,7 @@ def test_docker_failures_say_what_to_do() -> None:
     assert "bash is not installed there" in explain_failure("gpu1", target, no_bash, "x")
 
 
-async def test_damaged_or_tampered_run_records_are_skipped_not_acted_on(
+async def test_damaged_or_tampered_run_records_are_listed_as_foreign_never_acted_on(
     conn: Connection, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
@@ -140,13 +140,19 @@ async def test_damaged_or_tampered_run_records_are_skipped_not_acted_on(
     for name, meta in records.items():
         (runs / name).mkdir(parents=True)
         (runs / name / "run.json").write_text(json.dumps(meta))
-    listed = await RunManager(conn, Target(), str(runs)).list_runs()
-    assert [(r.id, r.pgid, r.start, r.boot) for r in listed] == [
+    manager = RunManager(conn, Target(), str(runs))
+    listed = await manager.list_runs()
+    assert [(r.id, r.pgid, r.start, r.boot) for r in listed if r.foreign is None] == [
         ("20260101-000006-good00", 4242, 5, "1f0e-22")
     ]
+    damaged = [r for r in listed if r.foreign is not None]
+    assert len(damaged) == 6 and all("run.json" in r.foreign for r in damaged if r.foreign)
+    for record in damaged:
+        with pytest.raises(ForeignRunError, match="nothing was done"):
+            await manager.stop(record, grace=0.1)
 
 
-async def test_a_run_record_claiming_another_target_or_odd_gpus_is_skipped(
+async def test_a_run_record_claiming_another_target_is_skipped_and_odd_gpus_are_foreign(
     conn: Connection, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
@@ -162,7 +168,10 @@ async def test_a_run_record_claiming_another_target_or_odd_gpus_is_skipped(
         (runs / name / "run.json").write_text(json.dumps(meta))
         (runs / name / "command.json").write_text(json.dumps(command))
     listed = await RunManager(conn, Target(), str(runs)).list_runs()
-    assert [(r.id, r.target, r.gpus) for r in listed] == [("20260101-000003-dddddd", Target(), [0, 1])]
+    assert [(r.id, r.target, r.gpus) for r in listed if r.foreign is None] == [
+        ("20260101-000003-dddddd", Target(), [0, 1])
+    ]
+    assert [r.id for r in listed if r.foreign] == ["20260101-000001-bbbbbb", "20260101-000002-cccccc"]
 
 
 async def test_an_environment_without_sglang_is_named_before_anything_starts(

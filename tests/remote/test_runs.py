@@ -114,13 +114,18 @@ async def test_a_process_ignoring_term_gets_kill_after_the_grace(
     assert (await manager.status(run)).members == 0
 
 
-async def test_stop_refuses_when_the_pid_belongs_to_another_process(manager: RunManager) -> None:
+async def test_stop_refuses_when_the_pid_belongs_to_another_process(
+    manager: RunManager, tmp_path: Path
+) -> None:
     other = await asyncio.create_subprocess_exec("sleep", "30", start_new_session=True)
+    run_dir = tmp_path / "runs" / "x"  # our own run dir: only the pid's identity is wrong
+    run_dir.mkdir(parents=True, mode=0o700)
+    (tmp_path / "runs").chmod(0o700)
     try:
         start = int(Path(f"/proc/{other.pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
         fake = RunRecord(
-            "x", "sim", Target(), "/nonexistent", [], {}, [], other.pid, other.pid, start - 1, boot
+            "x", "sim", Target(), str(run_dir), [], {}, [], other.pid, other.pid, start - 1, boot
         )
         assert (await manager.status(fake)).state is RunState.PID_REUSED
         with pytest.raises(
@@ -163,15 +168,16 @@ async def test_a_relaunch_gets_a_new_log_and_old_runs_are_listed(
 async def test_launch_refuses_to_reuse_an_existing_log(
     manager: RunManager, fake_server: Path, tmp_path: Path
 ) -> None:
-    from sgtui.core import shell
+    from sgtui.core import runscripts, shell
 
     run_dir = tmp_path / "runs" / "fixed"
-    run_dir.mkdir(parents=True)
+    run_dir.mkdir(parents=True, mode=0o700)
+    (tmp_path / "runs").chmod(0o700)
     (run_dir / "server.log").write_text("old\n")
     result = await manager.conn.run(
-        manager.target.script(shell.detach_script(str(run_dir), [str(fake_server)]))
+        manager.target.script(runscripts.detach_script(str(tmp_path / "runs"), "fixed", [str(fake_server)]))
     )
-    assert result.rc == 2 and shell.parse_marker(result.stdout) == {"error": "log-exists"}
+    assert result.rc == 2 and (shell.parse_marker(result.stdout) or {}).get("error") == "log-exists"
     assert (run_dir / "server.log").read_text() == "old\n"
 
 

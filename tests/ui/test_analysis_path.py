@@ -14,8 +14,9 @@ from textual.message import Message
 from sgtui.core.diagnose import diagnose
 from sgtui.core.logs import LogClassifier, classify_text
 from sgtui.ui import messages as m
-from sgtui.ui.follow import Follower
+from sgtui.ui.session.run import RunSession
 from sgtui.ui.views import RunView
+from sgtui.ui.workers.follow import Follower
 from tests.ui.fakes import FakeBackend
 
 LOGS = sorted(p.name for p in (Path(__file__).resolve().parents[3] / "shared" / "logs").glob("*.log"))
@@ -33,12 +34,23 @@ class EndedRun(FakeBackend):
         return self.end
 
 
-def follow(lines: list[str], state: str = "unknown", rc: int | None = None) -> tuple[Follower, list[Message]]:
+def follow(
+    lines: list[str], state: str = "unknown", rc: int | None = None
+) -> tuple[RunSession, list[Message]]:
+    """The TUI's own path: a tail worker feeding the run's session, then the process end and end of log."""
     posted: list[Message] = []
     run = RunView("r", "h", "bare host", "p", "starting", "/logs/r/server.log")
-    follower = Follower(EndedRun(lines, state, rc), run, None, posted.append, max_lines=1_000_000)
-    asyncio.run(follower.run())
-    return follower, posted
+    session = RunSession(run, None, posted.append, max_lines=1_000_000)
+    asyncio.run(Follower(EndedRun(lines, state, rc), session, 0).run())
+    return session, posted
+
+
+def failed_with(session: RunSession, posted: list[Message]) -> list[tuple[str, str]] | None:
+    """What the screen shows: None unless the run's state went to failed; then its diagnosis."""
+    outcomes = [p.outcome for p in posted if isinstance(p, m.RunOutcome)]
+    if not outcomes or outcomes[-1] != "failed":
+        return None
+    return [(d.title, d.detail) for d in session.diagnoses]
 
 
 def summary(analysis: Any, diagnoses: list[Any]) -> dict[str, Any]:
@@ -57,15 +69,15 @@ def test_every_real_log_gets_the_same_verdict_in_the_tui_as_in_explain(shared_lo
     text = (shared_logs / name).read_text(errors="replace")
     explained = classify_text(text)
     want = summary(explained, diagnose(explained, None))
-    follower, posted = follow(text.splitlines())
-    got_analysis = follower.tracker.classifier.analysis()
+    session, posted = follow(text.splitlines())
+    got_analysis = session.nodes[0].tracker.classifier.analysis()
     got = summary(got_analysis, diagnose(got_analysis, None))
     assert got == want
-    outcomes = [p for p in posted if isinstance(p, m.RunOutcome)]
+    outcomes = [p.outcome for p in posted if isinstance(p, m.RunOutcome)]
     if want["outcome"] in ("ready", "failed"):
-        assert outcomes and outcomes[-1].outcome == want["outcome"]
+        assert outcomes and outcomes[-1] == want["outcome"]
     if want["outcome"] == "failed":  # the panel shows the whole log's diagnosis, not the first error's
-        assert [(d.title, d.detail) for d in outcomes[-1].diagnoses] == want["diagnosis"]
+        assert failed_with(session, posted) == want["diagnosis"]
 
 
 def test_a_missing_module_gets_the_diagnosis_explain_prints(tmp_path: Path) -> None:
@@ -89,13 +101,10 @@ def test_a_missing_module_gets_the_diagnosis_explain_prints(tmp_path: Path) -> N
     watched.process_exited(run.returncode)
     expected = diagnose(watched.analysis(), None)
     assert [d.title for d in expected] == ["A Python package is missing or broken"]
-    _, posted = follow(run.stderr.splitlines(), "failed", run.returncode)
-    outcomes = [p for p in posted if isinstance(p, m.RunOutcome)]
-    assert outcomes and outcomes[-1].outcome == "failed"
-    assert [(d.title, d.detail) for d in outcomes[-1].diagnoses] == [(d.title, d.detail) for d in expected]
+    session, posted = follow(run.stderr.splitlines(), "failed", run.returncode)
+    assert failed_with(session, posted) == [(d.title, d.detail) for d in expected]
 
 
 def test_a_nonzero_exit_with_a_quiet_log_is_a_failure_not_starting() -> None:
-    _, posted = follow(["[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m')"], "failed", 137)
-    outcomes = [p for p in posted if isinstance(p, m.RunOutcome)]
-    assert outcomes and outcomes[-1].outcome == "failed"
+    session, posted = follow(["[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m')"], "failed", 137)
+    assert failed_with(session, posted) is not None

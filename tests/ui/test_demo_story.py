@@ -17,7 +17,7 @@ from sgtui.ui.app import SgtuiApp
 from sgtui.ui.remote_backend import RemoteBackend, run_view
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
-from sgtui.ui.widgets.run_log import RunLog
+from sgtui.ui.widgets.log_view import LogView
 from tests.ui.conftest import wait_for
 
 SPEED = 20.0
@@ -36,7 +36,7 @@ async def test_the_demo_story_from_failure_to_ready_with_the_footer_keys(_config
             await wait_for(pilot, lambda: app.version == "0.5.9", 20, "the SGLang version of lxc 129")
             await pilot.press("l")
             await wait_for(pilot, lambda: app.run_state == "failed", 30, "the launch to fail")
-            assert any("Not enough memory" in line for line in app.query_one(RunLog).lines)
+            assert any("Not enough memory" in line for line in app.query_one(LogView).lines)
             first = app.query_one(DiagnosisPanel).first_suggestion
             assert first is not None and (first.flag, first.value) == ("--max-running-requests", "8")
             failed_run = app.current

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 
 from sgtui.ui.screens.line import LineScreen
-from sgtui.ui.widgets.log_pane import LogPane, status_text
+from sgtui.ui.widgets.log_column import LogColumn, status_text
 from sgtui.ui.widgets.log_store import MAX_LINE, SEARCH_SPAN, LineStore, Search
 from sgtui.ui.widgets.log_view import LogView
 
@@ -17,7 +17,7 @@ class PaneApp(App[None]):
         self.opened: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield LogPane(max_lines=self.max_lines, id="pane")
+        yield LogColumn(max_lines=self.max_lines, id="pane")
 
     def on_mount(self) -> None:
         self.query_one(LogView).focus()
@@ -139,7 +139,7 @@ async def test_paused_lines_stay_put_while_old_ones_drop_off() -> None:
 async def test_search_filters_highlights_counts_and_moves_between_matches() -> None:
     app = PaneApp()
     async with app.run_test(size=(100, 24)) as pilot:
-        pane = app.query_one(LogPane)
+        pane = app.query_one(LogColumn)
         view = pane.view
         view.append(["start", "ERROR one", "ok", "ERROR two", "ok", "ERROR three"])
         pane.open_search()
@@ -165,7 +165,7 @@ async def test_search_filters_highlights_counts_and_moves_between_matches() -> N
 async def test_a_bad_regex_is_searched_literally() -> None:
     app = PaneApp()
     async with app.run_test(size=(100, 24)) as pilot:
-        pane = app.query_one(LogPane)
+        pane = app.query_one(LogColumn)
         pane.view.append(["path [/opt/x]", "other"])
         pane.open_search()
         await pilot.press(*"[/opt")

@@ -12,6 +12,7 @@ from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
 
+from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.screens.fit_confirm import FitConfirmScreen
 from sgtui.ui.screens.help import HelpScreen
@@ -31,10 +32,8 @@ from sgtui.ui.views import (
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.fit_panel import FitPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
-from sgtui.ui.widgets.host_picker import HostPicker
 from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
-from sgtui.ui.widgets.log_pane import LogPane
-from sgtui.ui.widgets.runs_table import RunsTable
+from sgtui.ui.widgets.log_column import LogColumn
 from sgtui.ui.widgets.timeline import Timeline
 
 HOSTILE = ("[/]", "[/opt/x]", "[bold]b", "[@click=app.quit]q", "[link=https://e.x]l", "[rank0]")
@@ -85,14 +84,16 @@ async def test_dialogs_show_outside_text_as_typed(bad: str) -> None:
 
 @pytest.mark.parametrize("bad", HOSTILE)
 async def test_widgets_show_outside_text_as_typed(bad: str) -> None:
+    from sgtui.ui.panes.hosts import FleetPane
+
     class Feeding(Host):
         def feed(self) -> None:
             w = self.widget
             if isinstance(w, RunsTable):
-                w.show([RunView(f"run{bad}", "h", f"lxc {bad}", f"p{bad}", "ready", f"/logs/{bad}")], None)
-            elif isinstance(w, HostPicker):
-                w.set_hosts([HostView(f"h{bad}", state="failed", detail=f"d{bad}")])
-                w.set_containers(f"h{bad}", [ContainerView("docker", f"c{bad}")], f"e{bad}")
+                run = RunView(f"run{bad}", f"h{bad}", f"lxc {bad}", f"p{bad}", "ready", f"/logs/{bad}")
+                w.show([run], {})
+            elif isinstance(w, FleetPane):
+                w.refresh_fleet()
             elif isinstance(w, GpuPanel):
                 w.show([GpuView(0, f"G{bad}", 1, 2, 0, (GpuProcessView(1, f"p{bad}", 1),))])
             elif isinstance(w, DiagnosisPanel):
@@ -101,19 +102,28 @@ async def test_widgets_show_outside_text_as_typed(bad: str) -> None:
                 w.show(TimelineView(phase="failed", error=f"e{bad}"))
             elif isinstance(w, FitPanel):
                 w.show({"verdict": "fails", "error": f"e{bad}", "warnings": [{"message": f"m{bad}"}]})
-            elif isinstance(w, LogPane):
+            elif isinstance(w, LogColumn):
                 w.view.append([f"l{bad}"])
                 w.set_path(f"/logs/{bad}/server.log")
 
+    from sgtui.ui.session import FleetState
+
+    fleet = FleetState()
+    fleet.load([HostView(f"h{bad}", address=f"a{bad}")])
+    host = fleet.host(f"h{bad}")
+    host.set_state("failed", f"d{bad}")
+    host.containers, host.containers_error = [ContainerView("docker", f"c{bad}")], f"e{bad}"
+    fleet_pane = FleetPane(fleet)
+    fleet_pane.unfolded.add(f"h{bad}")
     form = LaunchForm({}, {f"--x{bad}": f"v{bad}"})
     for widget, texts in (
-        (RunsTable(), (f"run{bad}", f"lxc {bad}", f"p{bad}")),
-        (HostPicker(), (f"h{bad}", f"d{bad}", f"c{bad}", f"e{bad}")),
+        (RunsTable(), (f"run{bad}", f"h{bad}", f"lxc {bad}", f"p{bad}")),
+        (fleet_pane, (f"h{bad}", f"d{bad}", f"c{bad}", f"e{bad}")),
         (GpuPanel(), (f"p{bad}",)),
         (DiagnosisPanel(), (f"t{bad}", f"d{bad}")),
         (Timeline(), (f"e{bad}",)),
         (FitPanel(), (f"e{bad}", f"m{bad}")),
-        (LogPane(), (f"l{bad}", f"/logs/{bad}/server.log")),
+        (LogColumn(), (f"l{bad}", f"/logs/{bad}/server.log")),
         (form, (f"--x{bad}",)),
     ):
         await shows(Feeding(widget), *texts)

@@ -72,7 +72,9 @@ def fixed_fit(values: dict[str, Any], inputs: Any) -> dict[str, Any]:
 
 def app_with(**backend: Any) -> SgtuiApp:
     fake = FakeBackend(gpu_frames=GPU_FRAMES, **backend)
-    return SgtuiApp(fake, load_profile(PROFILE), theme="textual-dark", fit_function=fixed_fit)
+    return SgtuiApp(
+        fake, load_profile(PROFILE), theme="textual-dark", fit_function=fixed_fit, clock=lambda: 1000.0
+    )
 
 
 def settle(
@@ -110,7 +112,7 @@ async def _flags(app: SgtuiApp, pilot: Pilot[Any]) -> None:
 
 
 async def _hosts(app: SgtuiApp, pilot: Pilot[Any]) -> None:
-    await wait_for(pilot, lambda: app.query_one("#picker").containers.get("pve"), what="containers")
+    await wait_for(pilot, lambda: app.fleet.host("pve").containers, what="containers")
     await pilot.press("1")
 
 

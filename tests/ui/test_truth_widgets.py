@@ -8,9 +8,9 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from sgtui.ui.gpu_history import GpuHistory
 from sgtui.ui.screens.fit_confirm import FitConfirmScreen, best_fix, confirm_text, tight_warning
 from sgtui.ui.screens.gpu_detail import GpuChart
+from sgtui.ui.session.gpu_history import GpuHistory
 from sgtui.ui.views import GpuView
 from sgtui.ui.widgets.gpu_panel import GpuPanel, usage_text
 

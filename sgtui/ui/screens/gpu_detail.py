@@ -12,7 +12,7 @@ from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 from textual_plotext.plotext_plot import _themes
 
-from sgtui.ui.gpu_history import GpuHistory
+from sgtui.ui.session.gpu_history import GpuHistory
 
 ANSI_SERIES = ("cyan", "green", "magenta", "blue", "white", "yellow", "red")
 

@@ -77,6 +77,21 @@ class LogView(ScrollView, can_focus=True):
     def total_lines(self) -> int:
         return self.store.total
 
+    @property
+    def lines(self) -> list[str]:
+        """The lines the view shows: every kept line, or only the search's matches."""
+        store = self.store
+        return [store.line(store.view_line_number(i)) for i in range(store.view_count)]
+
+    @property
+    def line_count(self) -> int:
+        return self.store.view_count
+
+    def first_error_index(self) -> int | None:
+        """The view index of the first error line kept (clears no search)."""
+        n = self.first_error_line()
+        return None if n is None else self.store.view_index(n)
+
     def append(self, lines: Iterable[str]) -> None:
         store = self.store
         total = store.total

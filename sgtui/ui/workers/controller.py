@@ -1,7 +1,8 @@
-"""The controller between the app and the hosts: it runs workers in named groups and posts Messages.
+"""The workers between the app and the hosts: async workers in named groups that post Messages.
 
-Workers never touch widgets. Groups: "connect" (one per host), "gpu", "discover", "tail" (the followed
-run; exclusive), "launch", "stop", "fit" (exclusive, thread), "runs".
+Workers never touch widgets. Groups: "connect" (one per host, at most CONNECT_PARALLEL connecting at
+once), "gpu" (one sampler per host), "discover", "runs", "tail" (one per node of each followed run),
+"launch", "stop", "fit" (exclusive, thread).
 """
 
 from __future__ import annotations
@@ -17,18 +18,20 @@ from textual.worker import Worker
 
 from sgtui.ui import messages as m
 from sgtui.ui.backend import Backend
-from sgtui.ui.follow import Follower
+from sgtui.ui.session.run import RunSession
 from sgtui.ui.views import ContainerView, RunView
+from sgtui.ui.workers.follow import Follower
 
 RECONNECT_S = (1.0, 2.0, 5.0, 10.0)
+CONNECT_PARALLEL = 8  # SSH handshakes at once when the app opens every configured host
 
 
 class Controller:
-    def __init__(self, app: App[Any], backend: Backend, max_lines: int = 20_000) -> None:
+    def __init__(self, app: App[Any], backend: Backend) -> None:
         self.app = app
         self.backend = backend
-        self.max_lines = max_lines
-        self.followed: RunView | None = None
+        self._connecting = asyncio.Semaphore(CONNECT_PARALLEL)
+        self._tails: dict[str, list[Worker[Any]]] = {}
 
     def post(self, message: Message) -> None:
         self.app.post_message(message)
@@ -45,14 +48,25 @@ class Controller:
         self._worker(self._connect(host), "connect", f"connect:{host}")
 
     async def _connect(self, host: str) -> None:
+        """Keeps the host connected for the app's life; a slow or failing host holds up no other."""
         first = True
-        async for state, detail in self.backend.connection_states(host):
-            self.post(m.HostStateChanged(host, state, detail))
-            if state == "connected":
-                self.discover(host)
-                if first:
-                    self._worker(self._gpus(host), "gpu", f"gpu:{host}")
-                    first = False
+        held = False
+        await self._connecting.acquire()
+        held = True
+        try:
+            async for state, detail in self.backend.connection_states(host):
+                if held and state != "connecting":  # the handshake is over, whatever its result
+                    self._connecting.release()
+                    held = False
+                self.post(m.HostStateChanged(host, state, detail))
+                if state == "connected":
+                    self.discover(host)
+                    if first:
+                        self._worker(self._gpus(host), "gpu", f"gpu:{host}")
+                        first = False
+        finally:
+            if held:
+                self._connecting.release()
 
     def discover(self, host: str) -> None:
         self._worker(self._discover(host), "discover", f"discover:{host}")
@@ -77,6 +91,20 @@ class Controller:
             return
         self.post(m.VersionDetected(host, label, version))
 
+    def model_config(self, host: str, target: ContainerView | None, model: str) -> None:
+        self._worker(self._model(host, target, model), "discover", f"model:{host}")
+
+    async def _model(self, host: str, target: ContainerView | None, model: str) -> None:
+        try:
+            got = await self.backend.model_config(host, target, model)
+        except Exception as exc:
+            self.post(
+                m.ModelConfigRead(host, model, None, f"no fit: cannot read {model}/config.json there ({exc})")
+            )
+            return
+        if got is not None:
+            self.post(m.ModelConfigRead(host, model, got))
+
     async def _gpus(self, host: str) -> None:
         """Samples until the app exits; a lost connection pauses it and it resumes on its own."""
         delays = iter(RECONNECT_S)
@@ -92,15 +120,17 @@ class Controller:
             await asyncio.sleep(next(delays, RECONNECT_S[-1]))
 
     def list_runs(self, host: str, target: ContainerView | None) -> None:
-        self._worker(self._runs(host, target), "runs", f"runs:{host}", exclusive=False)
+        label = target.label if target else "bare host"
+        self._worker(self._runs(host, target), "runs", f"runs:{host}:{label}", exclusive=False)
 
     async def _runs(self, host: str, target: ContainerView | None) -> None:
+        label = target.label if target else "bare host"
         try:
             runs = await self.backend.runs(host, target)
         except Exception as exc:
-            self.post(m.ServiceError("list runs", str(exc)))
+            self.post(m.RunsListed(host, label, [], str(exc)))
             return
-        self.post(m.RunsListed(host, runs))
+        self.post(m.RunsListed(host, label, runs))
 
     # runs ----------------------------------------------------------------------------------------------
     def launch(self, profile: Any, predicted: dict[str, Any] | None) -> None:
@@ -112,16 +142,19 @@ class Controller:
         except Exception as exc:
             self.post(m.ServiceError("launch", str(exc)))
             return
-        self.post(m.RunStarted(run, fresh=True))
-        self.follow(run, predicted)
+        self.post(m.RunStarted(run, predicted))
 
-    def follow(self, run: RunView, predicted: dict[str, Any] | None) -> None:
-        """Tail `run` from its start into the log view; replaces whatever was followed before."""
-        self.followed = run
-        self._worker(self._tail(run, predicted), "tail", f"tail:{run.run_id}", exclusive=True)
+    def follow(self, session: RunSession) -> None:
+        """Tail every node of `session` into it; following it again restarts its tails from the start."""
+        self.unfollow(session.key)
+        self._tails[session.key] = [
+            self._worker(Follower(self.backend, session, rank).run(), "tail", f"tail:{session.key}:{rank}")
+            for rank in session.nodes
+        ]
 
-    async def _tail(self, run: RunView, predicted: dict[str, Any] | None) -> None:
-        await Follower(self.backend, run, predicted, self.post, self.max_lines).run()
+    def unfollow(self, key: str) -> None:
+        for worker in self._tails.pop(key, []):
+            worker.cancel()
 
     def stop(self, run: RunView, then_launch: tuple[Any, dict[str, Any] | None] | None = None) -> None:
         self._worker(self._stop(run, then_launch), "stop", f"stop:{run.run_id}", exclusive=True)
@@ -147,13 +180,15 @@ class Controller:
             await self._launch(*then_launch)
 
     # fit -----------------------------------------------------------------------------------------------
-    def compute_fit(self, compute: Callable[[], dict[str, Any]], generation: int) -> None:
+    def compute_fit(
+        self, compute: Callable[[], dict[str, Any]], generation: int, post: Callable[[Message], Any]
+    ) -> None:
         def work() -> None:
             try:
                 report = compute()
             except Exception as exc:
-                self.post(m.FitComputed(None, str(exc), generation))  # post_message is thread-safe
+                post(m.FitComputed(None, str(exc), generation))  # post_message is thread-safe
                 return
-            self.post(m.FitComputed(report, "", generation))
+            post(m.FitComputed(report, "", generation))
 
         self.app.run_worker(work, group="fit", name="fit", thread=True, exclusive=True, exit_on_error=False)

@@ -20,7 +20,7 @@ def tail_of(path: str, room: int) -> str:
     return "…" + path[-(room - 1) :] if room > 1 else "…"
 
 
-def status_text(view: LogView, path: str = "", width: int = 0, extra: str = "") -> Text:
+def status_text(view: LogView, path: str = "", width: int = 0, extra: str = "", where: str = "") -> Text:
     """One line, always plain text (a path or a search may hold brackets)."""
     store = view.store
     text = Text(no_wrap=True, overflow="ellipsis")
@@ -31,7 +31,7 @@ def status_text(view: LogView, path: str = "", width: int = 0, extra: str = "") 
         text.append("following", style="green")
     else:
         text.append("paused: End follows", style="bold yellow")
-    bits: list[str] = []
+    bits: list[str] = [where] if where else []
     if view.wrap:
         bits.append("wrap")
     if store.search is not None:
@@ -59,13 +59,13 @@ def status_text(view: LogView, path: str = "", width: int = 0, extra: str = "") 
     return text
 
 
-class LogPane(Vertical):
+class LogColumn(Vertical):
     DEFAULT_CSS = """
-    LogPane { height: 1fr; }
-    LogPane > #log-search { display: none; height: 3; }
-    LogPane > #log-search.-shown { display: block; }
-    LogPane > LogView { height: 1fr; }
-    LogPane > #log-status { height: 1; }
+    LogColumn { height: 1fr; }
+    LogColumn > #log-search { display: none; height: 3; }
+    LogColumn > #log-search.-shown { display: block; }
+    LogColumn > LogView { height: 1fr; }
+    LogColumn > #log-status { height: 1; }
     """
 
     def __init__(self, max_lines: int = 20_000, **kwargs: object) -> None:
@@ -73,6 +73,7 @@ class LogPane(Vertical):
         self.view = LogView(max_lines=max_lines, id="log-view")
         self.path = ""
         self.extra = ""
+        self.where = ""  # "all nodes" / "node 1" for a multi-node run
 
     def compose(self) -> ComposeResult:
         hint = "search: a regex (or literal text) · enter keeps · esc clears"
@@ -94,7 +95,8 @@ class LogPane(Vertical):
 
     def draw_status(self) -> None:
         status = self.query_one("#log-status", Static)
-        status.update(status_text(self.view, self.path, status.content_size.width, self.extra), layout=False)
+        text = status_text(self.view, self.path, status.content_size.width, self.extra, self.where)
+        status.update(text, layout=False)
 
     @on(LogView.Changed)
     def _changed(self) -> None:

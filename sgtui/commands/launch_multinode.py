@@ -1,0 +1,333 @@
+"""`sgtui launch` for a multi-node profile: check every node, launch node 0 then the others, follow them all.
+
+Each node's log goes through its own classifier (the one analysis path); `CrossNode` compares their
+milestones. The watch ends 0 once node 0 is ready and every other node's schedulers finished starting, 1
+when any node fails or exits, or when nothing moved on any node for `--stall-after` seconds: the stall names
+the nodes and ranks that did not arrive, from the logs when some node is ahead, else from node 0's store
+(who is connected to the dist-init port).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sgtui.commands.launch import ERROR_SETTLE_S, STATUS_POLL_S, Printer
+
+if TYPE_CHECKING:
+    from sgtui.core.logs import LogClassifier, LogEvent
+    from sgtui.core.node_progress import CrossNode, CrossStall
+    from sgtui.core.profiles import Profile
+    from sgtui.remote.multinode import MultiNode
+    from sgtui.remote.runs import RunRecord
+
+
+async def launch_multinode(
+    profile: Profile,
+    path: Path,
+    *,
+    watch: bool,
+    printer: Printer,
+    timeout: float | None,
+    stall_after: float | None,
+    password_cb: Any = None,
+) -> int:
+    from sgtui.core.profiles import dump_profile
+    from sgtui.remote.connection import ConnectionPool, RemoteError
+    from sgtui.remote.multinode import MultiNode, PartialLaunchError
+
+    pool = ConnectionPool(password_cb=password_cb)
+    try:
+        nodes = MultiNode(profile, pool)
+        addr = await nodes.dist_init_addr()
+        problems = await nodes.precheck(addr)
+        if problems:
+            for problem in problems:
+                printer.emit(
+                    "check_failed",
+                    f"check: {problem}",
+                    node_rank=problem.rank,
+                    host=problem.host,
+                    message=problem.message,
+                )
+            printer.emit("failed", f"not launched: {len(problems)} pre-launch problem(s)", error_class=None)
+            return 1
+        printer.emit("checked", f"checked {len(nodes.nodes)} nodes; dist-init address {addr}", addr=addr)
+
+        def launched(record: RunRecord) -> None:
+            printer.emit(
+                "launched",
+                f"launched {profile.name} node {record.node_rank} on {record.host} ({record.target.label}): "
+                f"pid {record.pid}, log {record.log_path}",
+                run=record.to_json(),
+            )
+
+        try:
+            records = await nodes.launch(addr, dump_profile(profile), on_launched=launched)
+        except PartialLaunchError as exc:
+            printer.emit(
+                "error",
+                f"error: {exc} (started nodes keep running: sgtui stop {exc.records[0].id})",
+                message=str(exc),
+            )
+            return 1
+        if not watch:
+            return 0
+        return await MultiWatch(nodes, records, printer, timeout, stall_after, addr).run()
+    except RemoteError as exc:
+        printer.emit("error", f"error: {exc}", message=str(exc))
+        return 1
+    finally:
+        await pool.close()
+
+
+class NodeFollow:
+    """One node's log and process, followed: its own classifier."""
+
+    def __init__(self, record: RunRecord) -> None:
+        from sgtui.core.logs import LogClassifier
+
+        self.record = record
+        self.classifier: LogClassifier = LogClassifier()
+        self.offset = 0
+        self.exited = False
+        self.exit_code: int | None = None
+        self.error_seen_at: float | None = None
+
+    @property
+    def rank(self) -> int:
+        return self.record.node_rank or 0
+
+
+class MultiWatch:
+    """Follow every node of a run to ready, failure or a stall."""
+
+    def __init__(
+        self,
+        nodes: MultiNode,
+        records: list[RunRecord],
+        printer: Printer,
+        timeout: float | None,
+        stall_after: float | None,
+        dist_init_addr: str,
+    ) -> None:
+        from sgtui.core.node_progress import CrossNode, NodeProgress, tp_tags
+
+        self.nodes = nodes
+        self.printer = printer
+        self.timeout = timeout
+        self.addr = dist_init_addr
+        self.follows = [NodeFollow(r) for r in sorted(records, key=lambda r: r.node_rank or 0)]
+        spec = nodes.profile.spec
+        now = time.monotonic()
+        n = len(self.follows)
+        self.cross: CrossNode = CrossNode(
+            [
+                NodeProgress(f.rank, nodes.node(f.rank).host, tp_tags(f.rank, n, spec.tp_size), now)
+                for f in self.follows
+            ],
+            stall_after,
+        )
+
+    async def run(self) -> int:
+        tails = [asyncio.ensure_future(self._follow(f)) for f in self.follows]
+        try:
+            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            while True:
+                verdict = self._verdict()
+                if verdict is not None:
+                    return self._finish(*verdict)
+                stall = self.cross.check(time.monotonic())
+                if stall is not None:
+                    return await self._stalled(stall)
+                if deadline is not None and time.monotonic() > deadline:
+                    phases = ", ".join(f"node {f.rank} {f.classifier.state.phase}" for f in self.follows)
+                    self.printer.emit("timeout", f"gave up after {self.timeout:g} s: {phases}")
+                    return 1
+                await asyncio.sleep(STATUS_POLL_S)
+                await asyncio.gather(*(self._poll(f) for f in self.follows))
+        finally:
+            for tail in tails:
+                tail.cancel()
+            for tail in tails:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await tail
+
+    async def _follow(self, f: NodeFollow) -> None:
+        manager = self.nodes.manager_for(f.record)
+        async for chunk in manager.tail(f.record):
+            if chunk.end <= f.offset:
+                continue
+            f.offset = chunk.end
+            self._feed(f, "\n".join(chunk.lines) + "\n")
+
+    def _feed(self, f: NodeFollow, text: str) -> None:
+        events = f.classifier.feed(text)
+        self.cross.observe(f.rank, events, time.monotonic())
+        for event in events:
+            self._event(f, event)
+
+    async def _poll(self, f: NodeFollow) -> None:
+        from sgtui.remote.connection import RemoteError
+        from sgtui.remote.runs import RunState
+
+        if f.exited:
+            return
+        manager = self.nodes.manager_for(f.record)
+        try:
+            status = await manager.status(f.record)
+        except RemoteError:
+            return
+        if status.state is RunState.RUNNING:
+            return
+        await asyncio.sleep(STATUS_POLL_S)
+        with contextlib.suppress(RemoteError):
+            rest = await manager.read_rest(f.record, f.offset)
+            if rest.lines:
+                f.offset = rest.end
+                self._feed(f, "\n".join(rest.lines) + "\n")
+        f.exited = True
+        f.exit_code = status.rc
+        for event in f.classifier.process_exited(status.rc):
+            self._event(f, event)
+
+    def _event(self, f: NodeFollow, event: LogEvent) -> None:
+        from sgtui.core.logs import MILESTONE_KINDS
+
+        if event.kind not in MILESTONE_KINDS:
+            return
+        values = " ".join(f"{k}={v}" for k, v in event.values.items())
+        rank = f" [{event.rank}]" if event.rank else ""
+        self.printer.emit(
+            "milestone",
+            f"node {f.rank} {f.record.host}: {event.kind}{rank}" + (f"  {values}" if values else ""),
+            kind=event.kind,
+            line=event.line,
+            rank=event.rank,
+            values=event.values,
+            node_rank=f.rank,
+            host=f.record.host,
+        )
+
+    def _verdict(self) -> tuple[str, NodeFollow | None] | None:
+        """("ready", None) | ("failed", the node) | None (still starting)."""
+        now = time.monotonic()
+        for f in self.follows:
+            state = f.classifier.state
+            if state.error is not None:
+                f.error_seen_at = f.error_seen_at or now
+                if f.exited or now - f.error_seen_at >= ERROR_SETTLE_S:
+                    return "failed", f
+            elif f.exited:
+                return "failed", f
+        head = self.follows[0]
+        head_ready = head.classifier.state.error is None and head.classifier.analysis().outcome == "ready"
+        workers_done = all(self.cross.node(f.rank).worker_done for f in self.follows[1:])
+        if head_ready and workers_done:
+            return "ready", None
+        return None
+
+    def _finish(self, verdict: str, failed: NodeFollow | None) -> int:
+        from dataclasses import asdict
+
+        from sgtui.core.diagnose import diagnose
+
+        if verdict == "ready":
+            head = self.follows[0].record
+            self.printer.emit(
+                "ready",
+                f"ready: all {len(self.follows)} nodes (node 0 log {head.log_path})",
+                log=head.log_path,
+                nodes=[
+                    {"node_rank": f.rank, "host": f.record.host, "log": f.record.log_path}
+                    for f in self.follows
+                ],
+            )
+            return 0
+        assert failed is not None
+        analysis = failed.classifier.analysis()
+        where = f"node {failed.rank} ({failed.record.host})"
+        error = analysis.error
+        if error is not None:
+            self.printer.emit(
+                "error",
+                f"{where}: error ({error.error_class}) at line {error.line}: {error.text.strip()[:300]}",
+                error_class=error.error_class,
+                line=error.line,
+                text=error.text,
+                node_rank=failed.rank,
+                host=failed.record.host,
+            )
+        for item in diagnose(analysis):
+            lines = [
+                f"diagnosis ({where}): {item.title}",
+                *("  " + d for d in item.detail.splitlines() if d.strip()),
+            ]
+            self.printer.emit("diagnosis", "\n".join(lines), node_rank=failed.rank, **asdict(item))
+        self.printer.emit(
+            "failed",
+            f"failed on {where}: {error.error_class if error else 'the server exited'} "
+            f"(log {failed.record.log_path})",
+            error_class=error.error_class if error else None,
+            exit_code=failed.exit_code,
+            node_rank=failed.rank,
+            host=failed.record.host,
+            log=failed.record.log_path,
+        )
+        return 1
+
+    async def _stalled(self, stall: CrossStall) -> int:
+        behind = list(stall.behind)
+        how = "from the logs"
+        if not behind and stall.phase == "distributed_init":
+            behind = await self._not_joined()
+            how = "from the connections to node 0's store"
+        if behind:
+            names = "; ".join(b.describe() for b in behind)
+            human = f"stalled in {stall.phase_label} for {stall.seconds:.0f} s: {names} ({how})"
+        else:
+            human = f"stalled in {stall.phase_label} for {stall.seconds:.0f} s on every node"
+        self.printer.emit(
+            "stalled",
+            human,
+            error_class="stalled",
+            phase=stall.phase,
+            seconds=round(stall.seconds, 1),
+            nodes=[
+                {"node_rank": b.rank, "host": b.label, "ranks": b.ranks, "milestone": b.milestone}
+                for b in behind
+            ],
+        )
+        self.printer.emit(
+            "failed",
+            f"failed: stalled in {stall.phase_label}"
+            + (f" ({', '.join(b.label for b in behind)} did not arrive)" if behind else ""),
+            error_class="stalled",
+            exit_code=None,
+        )
+        return 1
+
+    async def _not_joined(self) -> list[Any]:
+        """Every node waits in distributed init: ask node 0's store who is connected, and name the nodes
+        with fewer connections than ranks."""
+        from sgtui.core.node_progress import Lagging, attribute_peers
+        from sgtui.core.profile_nodes import parse_address
+        from sgtui.remote.multinode import node_addresses, store_peers
+
+        parsed = parse_address(self.addr)
+        if parsed is None:
+            return []
+        peers = await store_peers(self.nodes.head, parsed[1])
+        if peers is None:
+            return []
+        hosts = [n.host for n in self.nodes.nodes]
+        addresses = await node_addresses(self.nodes.pool, hosts)
+        expected = [max(len(self.cross.node(i).tags), 1) for i in range(len(hosts))]
+        missing = attribute_peers(peers, addresses, expected)
+        return [
+            Lagging(i, hosts[i], "distributed_init", "init_torch_distributed", self.cross.node(i).tags)
+            for i in missing
+        ]

@@ -1,0 +1,350 @@
+"""The scripts themselves: detach (launch), list, status, stop and the stop preview."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+
+from sgtui.core.runscripts.bashlib import LEFT_FN, PROC_FNS, RUNS_ROOT_FN, SAFE_FNS
+from sgtui.core.runscripts.checks import (
+    _safe_name,
+    check_boot,
+    check_pgid,
+    check_run_id,
+    check_runs_dir,
+    check_start,
+)
+from sgtui.core.shell import BASH, MARKER, ShellError, _check_value, check_env, inner_command, marker_line
+
+DEFAULT_RUNS_DIR_TEXT = "${XDG_STATE_HOME:-$HOME/.local/state}/sgtui/runs"
+RUN_ID_VAR = "SGTUI_RUN_ID"
+ENV_FILE = "env"
+# The runner bash: loads the env file, runs argv, writes the exit code next to the log (atomically, with
+# only builtins and `command -p`, so a PATH from the profile cannot break it).
+RUNNER = (
+    'while IFS= read -r -d "" kv; do export "$kv"; done < "${0%/*}/' + ENV_FILE + '"; '
+    '"$@"; rc=$?; echo $rc > "$0.rc.tmp" && command -p mv -f "$0.rc.tmp" "$0.rc"'
+)
+
+_FIND_MODULE = (
+    "import importlib.util, sys; sys.exit(3 if importlib.util.find_spec(sys.argv[1]) is None else 0)"
+)
+
+
+def _fail_fn() -> str:
+    """`fail CODE [WHY]`: one error marker; a run dir this script created is removed again."""
+    return (
+        'fail() { json=$(printf \'{"error":"%s","why":"%s"}\' "$1" "$(jesc "${2:-}")"); '
+        '[ -n "${made:-}" ] && rm -rf -- "$d"; '
+        f"{marker_line()}; exit 2; }}\n"
+    )
+
+
+def _runs_var(runs_dir: str | None) -> str:
+    checked = check_runs_dir(runs_dir)
+    return f"RUNS={shlex.quote(checked) if checked else ''}\n"
+
+
+def detach_script(
+    runs_dir: str | None,
+    run_id: str,
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    *,
+    log_name: str = "server.log",
+    files: Mapping[str, str] | None = None,
+) -> str:
+    """Start argv detached (setsid nohup) in the fresh run dir RUNS/RUN_ID, its output in a fresh log.
+
+    Creates the runs dir when missing (0700), refuses an unsafe one, an existing log or run dir, writes
+    `files` and the env file, checks the interpreter, starts the runner, and prints one marker (also saved
+    as run.json): {"pid","pgid","sid","start","boot","uid","user","run_dir"} plus "saved". A failure
+    before the server started prints {"error", "why"} and removes the run dir it created.
+    """
+    inner_command(argv, env)  # validates every word and the env (NUL, size, names)
+    checked_env = check_env(env)
+    run_id = check_run_id(run_id)
+    writes = "".join(
+        f"printf '%s' {shlex.quote(_check_value(name, body))} > \"$d\"/{shlex.quote(_safe_name(name))}"
+        " || fail write\n"
+        for name, body in (files or {}).items()
+    )
+    assignments = [f"{k}={v}" for k, v in checked_env.items() if k != RUN_ID_VAR]
+    assignments.append(f"{RUN_ID_VAR}={run_id}")
+    env_write = (
+        "printf '%s\\0' "
+        + " ".join(shlex.quote(a) for a in assignments)
+        + f' > "$d"/{ENV_FILE} || fail write\n'
+    )
+    exe_check = ""
+    if argv[0].startswith("/"):
+        exe_check = (
+            f"exe={shlex.quote(argv[0])}\n"
+            + 'if [ ! -f "$exe" ] || [ ! -x "$exe" ]; then fail not-executable; fi\n'
+        )
+    if exe_check and len(argv) >= 3 and argv[1] == "-m":
+        # `python -m sglang.launch_server` without sglang installed would only show up in the log; the env
+        # comes from the env file, as the server will get it (never on a command line)
+        probe = shlex.join([argv[0], "-c", _FIND_MODULE, argv[2].split(".")[0]])
+        exe_check += (
+            '( while IFS= read -r -d "" kv; do export "$kv"; done < "$d"/'
+            + ENV_FILE
+            # stdin from /dev/null: under `bash -s` the script itself is on stdin
+            + f"; exec {probe} ) < /dev/null 2>/dev/null; [ $? = 3 ] && fail no-module\n"
+        )
+    return (
+        "set -u\numask 077\n"
+        + PROC_FNS
+        + SAFE_FNS
+        + RUNS_ROOT_FN
+        + _fail_fn()
+        + _runs_var(runs_dir)
+        + f"ID={shlex.quote(run_id)}\n"
+        + 'runs_root || fail no-home "$why"\n'
+        + 'if [ ! -d "$R" ] && [ ! -L "$R" ]; then mkdir -p -- "$R" || fail run-dir; fi\n'
+        + 'above_ok "$R" || fail unsafe "$why"\n'
+        + 'dir_ok "$R" || fail unsafe "$why"\n'
+        + f'd=$R/$ID; log="$d"/{shlex.quote(_safe_name(log_name))}\n'
+        + 'if [ -e "$log" ]; then fail log-exists; fi\n'
+        + 'mkdir -- "$d" || fail run-dir\n'
+        + "made=1\n"
+        + writes
+        + env_write
+        + exe_check
+        # noclobber creates the log only if it does not exist yet: two launches can never share one
+        + '( set -C; : > "$log" ) || { [ -e "$log" ] && fail log-exists; fail write; }\n'
+        + f'setsid nohup {shlex.join(BASH)} -c {shlex.quote(RUNNER)} "$log" {shlex.join(argv)}'
+        + ' >> "$log" 2>&1 < /dev/null &\n'
+        + "pid=$!; made=\n"
+        + "start=null\n"
+        + "for _ in $(seq 1 400); do\n"
+        + '  proc_stat "$pid" || break\n'
+        + "  start=$st_start\n"
+        + '  [ "$st_pgrp" = "$pid" ] && [ "$st_sid" = "$pid" ] && break\n'
+        + "  sleep 0.005\n"
+        + "done\n"
+        + "boot=$(boot_id)\n"
+        + "user=$(id -un 2>/dev/null) || user=$ME\n"
+        + 'json=$(printf \'{"pid":%s,"pgid":%s,"sid":%s,"start":%s,"boot":"%s","uid":%s,"user":"%s",'
+        + '"run_dir":"%s"}\' "$pid" "$pid" "$pid" "$start" "$(jesc "$boot")" "$ME" "$(jesc "$user")" '
+        + '"$(jesc "$d")")\n'
+        + 'saved=true; printf \'%s\\n\' "$json" > "$d/run.json" || saved=false\n'
+        + 'json="${json%\\}},\\"saved\\":$saved}"\n'
+        + f"{marker_line()}\n"
+    )
+
+
+def list_script(runs_dir: str | None) -> str:
+    """List the run dirs under the runs dir, each with the verdict of the ownership checks.
+
+    Per entry: `@@run NAME` (characters sgtui never writes shown as ?), `@@foreign REASON` when a check
+    failed, `@@owner NAME`, and `@@run.json B64` / `@@command.json B64` (the files, base64, at most 64 KiB;
+    never read through a symlink). Then the marker: {"runs_dir"} or {"runs_dir", "unsafe": REASON} when
+    the runs dir itself is not ours (nothing under it is listed), or {"error": "no-home", "why"}.
+    """
+    return (
+        "set -u\n"
+        + PROC_FNS
+        + SAFE_FNS
+        + RUNS_ROOT_FN
+        + _runs_var(runs_dir)
+        + 'if ! runs_root; then json=$(printf \'{"error":"no-home","why":"%s"}\' "$(jesc "$why")"); '
+        + f"{marker_line()}; exit 0; fi\n"
+        + 'if [ -e "$R" ] || [ -L "$R" ]; then\n'
+        + '  if ! above_ok "$R" || ! dir_ok "$R"; then\n'
+        + '    json=$(printf \'{"runs_dir":"%s","unsafe":"%s"}\' "$(jesc "$R")" "$(jesc "$why")")\n'
+        + f"    {marker_line()}; exit 0\n"
+        + "  fi\n"
+        + '  for d in "$R"/*; do\n'
+        + '    [ -e "$d" ] || [ -L "$d" ] || continue\n'
+        + "    name=${d##*/}; safe=${name//[^A-Za-z0-9._-]/?}\n"
+        + '    if [ -L "$d" ]; then printf \'@@run %s\\n@@foreign %s\\n\' "$safe" "$(jesc "$R/$safe is a '
+        + 'symbolic link")"; continue; fi\n'
+        + '    [ -d "$d" ] || continue\n'
+        + '    [ -e "$d/run.json" ] || [ -L "$d/run.json" ] || continue\n'
+        + "    printf '@@run %s\\n' \"$safe\"\n"
+        + '    [ "$safe" = "$name" ] || echo "@@foreign its name has characters sgtui never writes"\n'
+        + '    dir_ok "$d" || printf \'@@foreign %s\\n\' "$(jesc "${why//"$d"/$R/$safe}")"\n'
+        + '    printf \'@@owner %s\\n\' "$(jesc "$owner")"\n'
+        + "    for f in run.json command.json; do\n"
+        + '      if [ -L "$d/$f" ]; then\n'
+        + '        printf \'@@foreign %s\\n\' "$(jesc "$R/$safe/$f is a symbolic link")"\n'
+        + '      elif [ -f "$d/$f" ] && [ -r "$d/$f" ]; then\n'
+        + "        printf '@@%s ' \"$f\"; head -c 65536 \"$d/$f\" | base64 | tr -d '\\n'; echo\n"
+        + "      fi\n"
+        + "    done\n"
+        + "  done\n"
+        + "fi\n"
+        + 'json=$(printf \'{"runs_dir":"%s"}\' "$(jesc "$R")")\n'
+        + f"{marker_line()}\n"
+    )
+
+
+def _group_prologue(pgid: int, start: int | None, boot: str | None, run_dir: str | None) -> str:
+    """Sets G and `reused`: "boot" after a reboot, 1 when pid G exists but is not our group leader
+    (another start time, or not the leader of its own group and session, as setsid left ours). With a
+    run dir, `foreign` holds the reason when it (or the runs dir above it) is not ours."""
+    g, st, bt = check_pgid(pgid), check_start(start), check_boot(boot)
+    rd = ""
+    if run_dir is not None:
+        if not run_dir.startswith("/") or run_dir.rstrip("/").count("/") < 2:
+            raise ShellError(f"a run dir must be an absolute path inside a runs dir, got {run_dir!r}")
+        rd = _check_value("run dir", run_dir.rstrip("/"))
+    return (
+        "set -u\n"
+        + PROC_FNS
+        + SAFE_FNS
+        + f"G={g}; START={st if st is not None else -1}; BOOT={shlex.quote(bt)}; RD={shlex.quote(rd)}\n"
+        + 'foreign=; if [ -n "$RD" ] && ! run_dir_ok "$RD"; then foreign=$why; fi\n'
+        + "cur_boot=$(boot_id)\n"
+        + "reused=0\n"
+        + 'if [ -n "$BOOT" ] && [ "$cur_boot" != "$BOOT" ]; then reused=boot; '
+        + 'elif proc_stat "$G" && { { [ "$START" != -1 ] && [ "$st_start" != "$START" ]; } '
+        + '|| [ "$st_pgrp" != "$G" ] || [ "$st_sid" != "$G" ]; }; then reused=1; fi\n'
+    )
+
+
+def _foreign_exit(code: int) -> str:
+    return (
+        'if [ -n "$foreign" ]; then '
+        'json=$(printf \'{"result":"foreign","foreign":"%s"}\' "$(jesc "$foreign")"); '
+        f"{marker_line()}; exit {code}; fi\n"
+    )
+
+
+def status_script(
+    pgid: int, start: int | None, boot: str | None, log_path: str, *, run_dir: str | None = None
+) -> str:
+    """Report a run's state as a marker line: {"reused", "members", "rc"} (rc null while unknown).
+
+    Zombies do not count as members: PID 1 may reap orphans seconds late. When the run is gone without an
+    exit code, "free_kib" (space left where the log is) and "rc_tmp" ("empty" when the exit code file
+    was created but could not be written) tell a full disk. A run dir that is not ours: {"foreign"}.
+    """
+    return (
+        _group_prologue(pgid, start, boot, run_dir)
+        + _foreign_exit(0)
+        + f"rcf={shlex.quote(log_path + '.rc')}\n"
+        'rc=null; [ -r "$rcf" ] && rc=$(cat "$rcf")\n'
+        "[[ $rc =~ ^-?[0-9]{1,10}$ ]] || rc=null\n"
+        'if [ "$reused" = 0 ]; then members=$(group_members); else members=0; fi\n'
+        'json=$(printf \'{"reused":"%s","members":%s,"rc":%s}\' "$reused" "$members" "$rc")\n'
+        'if [ "$reused" = 0 ] && [ "$members" = 0 ] && [ "$rc" = null ]; then\n'
+        "  free=$(df -Pk -- \"${rcf%/*}\" 2>/dev/null | awk 'NR==2 {print $4}')\n"
+        "  [[ $free =~ ^[0-9]{1,20}$ ]] || free=null\n"
+        '  tmp=absent; [ -e "$rcf.tmp" ] && { [ -s "$rcf.tmp" ] && tmp=written || tmp=empty; }\n'
+        '  json="${json%\\}},\\"free_kib\\":$free,\\"rc_tmp\\":\\"$tmp\\"}"\n'
+        "fi\n"
+        f"{marker_line()}\n"
+    )
+
+
+def stop_script(
+    pgid: int,
+    start: int | None,
+    boot: str | None,
+    grace: float,
+    *,
+    kill_wait: float = 5.0,
+    run_dir: str | None = None,
+    run_id: str | None = None,
+) -> str:
+    """TERM the process group, wait up to `grace` (printing progress), KILL what is left, confirm.
+
+    Refuses (marker {"result": "pid-reused"}, exit 3) when the pid now belongs to another process, and
+    ({"result": "foreign"}, exit 4) when the run dir is not ours. A start time is required: without one
+    the pid cannot be told from a reused one. Once the group is gone, "left" lists the processes of the
+    run still alive outside it (same session, or carrying SGTUI_RUN_ID=run_id). Progress lines:
+    `@@sgtui-progress SECONDS MEMBERS` about every 0.25 s.
+    """
+    check_pgid(pgid)
+    if check_start(start) is None:
+        raise ShellError(
+            f"refusing to signal process group {pgid}: its record has no start time (start: null), so "
+            "sgtui cannot tell the run from another process that got the same pid"
+        )
+    ticks = max(1, int(grace / 0.05))
+    kill_ticks = max(1, int(kill_wait / 0.05))
+    rid = shlex.quote(check_run_id(run_id)) if run_id is not None else "''"
+    done = (
+        f"RUNID={rid}; left_scan\n"
+        'json=$(printf \'{"result":"%s","signal":%s,"members":%s,"left":[%s]}\' '
+        '"$res" "$sig" "$n" "$left_json")\n'
+        f"{marker_line()}\n"
+    )
+    return (
+        "trap '' PIPE HUP\n"  # a dropped SSH channel must not cut the stop short between TERM and KILL
+        + _group_prologue(pgid, start, boot, run_dir)
+        + LEFT_FN
+        + _foreign_exit(4)
+        + 'if [ "$reused" = boot ]; then\n'  # the host rebooted: the run died with it, nothing to signal
+        f'  json=\'{{"result":"not-running","signal":null,"members":0}}\'; {marker_line()}; exit 0\n'
+        "fi\n"
+        'if [ "$reused" != 0 ]; then\n'
+        f'  json=\'{{"result":"pid-reused","reused":"\'$reused\'"}}\'; {marker_line()}; exit 3\n'
+        "fi\n"
+        "n=$(group_members)\n"
+        'if [ "$n" = 0 ]; then\n'
+        "  res=not-running; sig=null\n" + "  " + done.replace("\n", "\n  ").rstrip() + "\n  exit 0\n"
+        "fi\n"
+        "sig=TERM\n"
+        "kill -TERM -- -$G 2>/dev/null\n"
+        f"i=0; while [ $i -lt {ticks} ]; do\n"
+        '  n=$(group_members); [ "$n" = 0 ] && break\n'
+        '  [ $((i % 5)) = 0 ] && echo "@@sgtui-progress $((i * 5 / 100)).$((i * 5 % 100 / 10)) $n"\n'
+        "  sleep 0.05; i=$((i+1))\n"
+        "done\n"
+        "n=$(group_members)\n"
+        'if [ "$n" != 0 ]; then\n'
+        "  sig=KILL; kill -KILL -- -$G 2>/dev/null\n"
+        f'  i=0; while [ $i -lt {kill_ticks} ]; do n=$(group_members); [ "$n" = 0 ] && break; '
+        "sleep 0.05; i=$((i+1)); done\n"
+        "fi\n"
+        'res=stopped; [ "$n" != 0 ] && res=survivors\n'
+        'sig="\\"$sig\\""\n' + done
+    )
+
+
+def preview_script(
+    pgid: int, start: int | None, boot: str | None, *, run_dir: str, run_id: str | None = None
+) -> str:
+    """What a stop would hit, read from the target without signalling anything.
+
+    Marker: {"foreign"} | {"reused"} | {"reused": "0", "alive": false, "outside": N} | {"reused": "0",
+    "alive": true, "uid", "user", "cmdline" (base64 of /proc/G/cmdline), "start", "uptime", "hz",
+    "members", "outside"} where "outside" counts the run's processes outside its group.
+    """
+    rid = shlex.quote(check_run_id(run_id)) if run_id is not None else "''"
+    return (
+        _group_prologue(pgid, start, boot, run_dir)
+        + LEFT_FN
+        + _foreign_exit(0)
+        + 'if [ "$reused" != 0 ]; then json=$(printf \'{"reused":"%s"}\' "$reused"); '
+        f"{marker_line()}; exit 0; fi\n"
+        f"RUNID={rid}; left_scan\n"
+        'if ! proc_stat "$G"; then\n'
+        '  json=$(printf \'{"reused":"0","alive":false,"outside":%s}\' "$left_n")\n'
+        f"  {marker_line()}; exit 0\n"
+        "fi\n"
+        "set -- $(stat -c '%u %U' \"/proc/$G\" 2>/dev/null)\n"
+        "uid=${1:-null}; user=${2:-}\n"
+        "cmd=$(base64 < \"/proc/$G/cmdline\" 2>/dev/null | tr -d '\\n')\n"
+        "read -r up _ < /proc/uptime\n"
+        "hz=$(getconf CLK_TCK 2>/dev/null) || hz=100\n"
+        "members=$(group_members)\n"
+        'json=$(printf \'{"reused":"0","alive":true,"uid":%s,"user":"%s","cmdline":"%s","start":%s,'
+        '"uptime":"%s","hz":%s,"members":%s,"outside":%s}\' "$uid" "$(jesc "$user")" "$cmd" '
+        '"$st_start" "$up" "${hz:-100}" "$members" "$left_n")\n'
+        f"{marker_line()}\n"
+    )
+
+
+def parse_progress(line: str) -> tuple[float, int] | None:
+    """(seconds since TERM, live members) from a stop script's progress line, else None."""
+    parts = line.split()
+    if len(parts) == 3 and parts[0] == MARKER + "-progress":
+        try:
+            return float(parts[1]), int(parts[2])
+        except ValueError:
+            return None
+    return None

@@ -1,0 +1,350 @@
+"""What sgtui knows about runs, and how it reads that back from a target's scripts.
+
+`RunRecord` (one launch), `RunStatus` (alive, exited, dead, ...), `StopPreview` (what a stop would hit),
+`StopResult` (what a stop did and what it left). Records read back from a target are checked: a record
+that fails any check keeps the reason in `.foreign` and is never reattached to or signalled.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import calendar
+import enum
+import json
+import shlex
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sgtui.core import runscripts
+from sgtui.core.shell import BASH, ShellError
+from sgtui.remote.targets import Target
+
+LOG_NAME = "server.log"
+DISK_FULL_KIB = 1024  # less free space than this where the log is, and the disk counts as full
+
+
+class RunState(enum.Enum):
+    RUNNING = "running"
+    EXITED = "exited"  # ended by itself; rc known
+    DEAD = "dead"  # gone without an exit code (killed, the host rebooted, or the disk was full)
+    PID_REUSED = "pid-reused"  # gone, and its pid now belongs to another process
+    FOREIGN = "foreign"  # its run dir is not ours: never looked at further, never signalled
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    state: RunState
+    rc: int | None = None
+    members: int = 0  # live (non-zombie) processes left in the run's process group
+    disk_full: str | None = None  # why the exit code is missing, when the log's disk is full
+    foreign: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What sgtui knows about a launched run; saved as run.json + command.json in its run directory.
+
+    `foreign` is None for a run this user may act on, else the reason it is refused (another owner, a
+    symlink, bad permissions, an unverifiable or damaged record); pid/pgid are 0 when unreadable there.
+    """
+
+    id: str
+    host: str
+    target: Target
+    run_dir: str
+    argv: list[str]
+    env: dict[str, str]
+    gpus: list[int]
+    pid: int
+    pgid: int
+    start: int | None
+    boot: str
+    started_at: float = field(default_factory=time.time)
+    user: str | None = None
+    node_rank: int | None = None
+    foreign: str | None = None
+
+    @property
+    def log_path(self) -> str:
+        return f"{self.run_dir}/{LOG_NAME}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything but the env values (they may be secrets): names only, under `env_names`."""
+        data = asdict(self)
+        data["target"] = {"kind": self.target.kind, "id": self.target.id}
+        data["env_names"] = sorted(self.env)
+        del data["env"]
+        data["log_path"] = self.log_path
+        return data
+
+
+@dataclass(frozen=True)
+class LeftProcess:
+    """A process of a run still alive outside its process group after a stop."""
+
+    pid: int
+    uid: int | None
+    why: str  # "session": same session id; "marker": carries the run's SGTUI_RUN_ID
+    cmd: str
+
+    def describe(self) -> str:
+        how = "in the run's session" if self.why == "session" else "carries the run's SGTUI_RUN_ID"
+        return f"pid {self.pid} ({how}): {self.cmd.strip()[:120] or '?'}"
+
+
+@dataclass(frozen=True)
+class StopResult:
+    result: str  # "stopped" | "not-running" | "survivors"
+    signal: str | None  # the last signal sent: "TERM" or "KILL"
+    members: int  # processes still alive in the group at the end (0 unless "survivors")
+    seconds: float
+    left: tuple[LeftProcess, ...] = ()  # the run's processes alive outside its group
+
+    @property
+    def clean(self) -> bool:
+        """Nothing of the run is left: the group is gone and no process left it."""
+        return self.result != "survivors" and not self.left
+
+
+@dataclass(frozen=True)
+class StopPreview:
+    """What a stop of `run` would signal, read from the target just before asking."""
+
+    run_id: str
+    pgid: int
+    alive: bool
+    owner: str | None  # "user (uid N)" of the group leader
+    age_s: float | None
+    leader_argv: list[str] | None  # /proc/PGID/cmdline
+    recorded_argv: list[str]
+    log_path: str
+    members: int
+    outside: int  # processes of the run outside its group (setsid'd children)
+    warning: str | None
+
+    def lines(self) -> list[str]:
+        """Plain text lines (never markup) for a confirmation."""
+        if not self.alive:
+            out = [f"process group {self.pgid}: no longer running; nothing would be signalled"]
+        else:
+            out = [
+                f"process group {self.pgid}: {self.members} process(es), owner {self.owner or '?'}, "
+                f"running for {_age(self.age_s)}",
+                f"leader: {_clip(shlex.join(self.leader_argv or []))}",
+                f"recorded: {_clip(shlex.join(self.recorded_argv))}",
+            ]
+        if self.outside:
+            out.append(f"{self.outside} process(es) of this run left its group: a stop will not reach them")
+        if self.warning:
+            out.append(f"WARNING: {self.warning}")
+        return out
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "an unknown time"
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def expected_leader(log_path: str, argv: Sequence[str]) -> list[str]:
+    """The group leader's command line for a run launched by this sgtui: the runner bash with the
+    run's log and its argv (the runner's own script text may differ between sgtui versions)."""
+    return [*BASH, "-c", runscripts.RUNNER, log_path, *argv]
+
+
+def preview_from_marker(run: RunRecord, marker: Mapping[str, Any]) -> StopPreview:
+    outside = _int(marker.get("outside")) or 0
+    if not marker.get("alive"):
+        return StopPreview(
+            run.id, run.pgid, False, None, None, None, run.argv, run.log_path, 0, outside, None
+        )
+    try:
+        raw = base64.b64decode(str(marker.get("cmdline", "")), validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    leader = [p.decode("utf-8", "replace") for p in raw.split(b"\0")[:-1]] if raw else []
+    expected = expected_leader(run.log_path, run.argv)
+    warning = None
+    if leader[:4] != expected[:4] or leader[5:] != expected[5:]:
+        warning = (
+            f"the group leader's command line is not the one recorded for {run.id}: this may not be the "
+            "run you mean to stop"
+        )
+    uptime, hz, start = _float(marker.get("uptime")), _int(marker.get("hz")) or 100, _int(marker.get("start"))
+    age = uptime - start / hz if uptime is not None and start is not None else None
+    uid, user = marker.get("uid"), str(marker.get("user") or "")
+    owner = f"{user or '?'} (uid {uid})" if uid is not None else None
+    members = _int(marker.get("members")) or 0
+    return StopPreview(
+        run.id, run.pgid, True, owner, age, leader, run.argv, run.log_path, members, outside, warning
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def left_from_marker(marker: Mapping[str, Any]) -> tuple[LeftProcess, ...]:
+    out = []
+    for item in marker.get("left") or []:
+        if isinstance(item, dict) and _int(item.get("pid")) is not None:
+            out.append(
+                LeftProcess(item["pid"], _int(item.get("uid")), str(item.get("why")), str(item.get("cmd")))
+            )
+    return tuple(out)
+
+
+def status_from_marker(marker: Mapping[str, Any], log_path: str = "") -> RunStatus:
+    """The status script's marker -> RunStatus (members alive win over a recorded exit code)."""
+    if marker.get("result") == "foreign":
+        return RunStatus(RunState.FOREIGN, foreign=str(marker.get("foreign")))
+    rc = marker.get("rc")
+    members = int(marker.get("members") or 0)
+    reused = str(marker.get("reused", "0"))
+    if reused == "boot":
+        return RunStatus(RunState.DEAD, rc, 0)
+    if reused != "0":
+        return RunStatus(RunState.PID_REUSED, rc, 0)
+    if members > 0:
+        return RunStatus(RunState.RUNNING, rc, members)
+    if rc is not None:
+        return RunStatus(RunState.EXITED, int(rc), 0)
+    return RunStatus(RunState.DEAD, None, 0, disk_full=_disk_full(marker, log_path))
+
+
+def _disk_full(marker: Mapping[str, Any], log_path: str) -> str | None:
+    free, tmp = _int(marker.get("free_kib")), marker.get("rc_tmp")
+    if tmp != "empty" and (free is None or free >= DISK_FULL_KIB):
+        return None
+    where = log_path.rsplit("/", 1)[0] or log_path
+    room = f"{free} KiB free" if free is not None else "free space unknown"
+    return (
+        f"the disk holding the log is full ({where}: {room}), so the server's exit code could not be "
+        "written; free space there, then launch again"
+    )
+
+
+def parse_run_listing(text: str, host: str, target: Target, runs_dir: str) -> list[RunRecord]:
+    """The listing script's output -> the runs of `target`, oldest first. A record naming another target
+    is left out; one that fails a check on the target, or holds values a launch never writes, is kept
+    with the reason in `.foreign`."""
+    records: list[RunRecord] = []
+    for block in ("\n" + text).split("\n@@run ")[1:]:
+        name, _, rest = block.partition("\n")
+        record = _record(name.strip(), rest.splitlines(), host, target, runs_dir)
+        if record is not None:
+            records.append(record)
+    return sorted(records, key=lambda r: r.id)
+
+
+def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: str) -> RunRecord | None:
+    reasons: list[str] = []
+    owner: str | None = None
+    files: dict[str, Any] = {}
+    for line in lines:
+        if line.startswith("@@sgtui"):
+            break
+        tag, _, value = line.partition(" ")
+        if tag == "@@foreign":
+            reasons.append(value.strip())
+        elif tag == "@@owner":
+            owner = value.strip() or None
+        elif tag in ("@@run.json", "@@command.json"):
+            try:
+                files[tag[2:]] = json.loads(base64.b64decode(value.strip(), validate=True))
+            except (binascii.Error, ValueError):
+                files[tag[2:]] = None
+    meta, cmd = files.get("run.json"), files.get("command.json", {})
+    if not isinstance(cmd, dict):
+        reasons.append("its command.json is damaged")
+        cmd = {}
+    declared = cmd.get("target")
+    try:
+        if declared and Target.from_mapping(declared) != target:
+            return None  # another target's run, sharing this runs dir
+    except (ShellError, TypeError, AttributeError, ValueError):
+        reasons.append("its command.json names no valid target")
+    pid = pgid = 0
+    start: int | None = None
+    boot = ""
+    if not isinstance(meta, dict):
+        reasons.append("its run.json is missing or damaged")
+    else:
+        pid, pgid = _int(meta.get("pid")) or 0, _int(meta.get("pgid")) or 0
+        try:
+            pid, pgid, start, boot = checked_ids(meta)
+        except (ShellError, KeyError) as exc:
+            reasons.append(f"its run.json holds values a launch never writes ({exc})")
+        else:
+            if start is None:
+                reasons.append(
+                    "its run.json records no start time (start: null), so its pid cannot be told from a "
+                    "reused one"
+                )
+    try:
+        argv = [str(a) for a in cmd.get("argv", [])]
+        env = {str(k): str(v) for k, v in dict(cmd.get("env", {})).items()}
+        gpus = list(cmd.get("gpus", []))
+        if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus):
+            raise ValueError("gpus")
+    except (TypeError, ValueError, AttributeError):
+        argv, env, gpus = [], {}, []
+        reasons.append("its command.json is damaged")
+    node_rank = _int(cmd.get("node_rank"))
+    return RunRecord(
+        id=name,
+        host=host,
+        target=target,
+        run_dir=f"{runs_dir}/{name}",
+        argv=argv,
+        env=env,
+        gpus=gpus,
+        pid=pid,
+        pgid=pgid,
+        start=start,
+        boot=boot,
+        started_at=started_at(name),
+        user=owner,
+        node_rank=node_rank,
+        foreign="; ".join(dict.fromkeys(reasons)) or None,
+    )
+
+
+def checked_ids(meta: Mapping[str, Any]) -> tuple[int, int, int | None, str]:
+    """pid, pgid, start, boot as read back from the host, refused unless they are what a launch writes:
+    pid = pgid (a session leader), a plausible pgid (never 0, 1 or negative), an integer start time."""
+    pid, pgid = meta["pid"], meta["pgid"]
+    runscripts.check_pgid(pgid)
+    if pid != pgid:
+        raise ShellError(f"pid {pid!r} differs from pgid {pgid!r}, but a run leads its own group")
+    return pid, pgid, runscripts.check_start(meta.get("start")), runscripts.check_boot(meta.get("boot"))
+
+
+def started_at(run_id: str) -> float:
+    """The launch time encoded in a run id (UTC), or 0.0 for a directory sgtui did not name."""
+    try:
+        return float(calendar.timegm(time.strptime(run_id[:15], "%Y%m%d-%H%M%S")))
+    except ValueError:
+        return 0.0

@@ -1,0 +1,157 @@
+"""What the user does to the deployment and the run in view: launch, stop, restart, apply a fix,
+retarget, open or save profiles. Called by the app's actions; it changes state and asks the workers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sgtui.ui import profile_ops
+from sgtui.ui.screens.confirm import ConfirmScreen
+from sgtui.ui.screens.profiles import ProfileChoice, ProfilesScreen
+from sgtui.ui.views import ContainerView
+
+if TYPE_CHECKING:
+    from sgtui.ui.app import SgtuiApp
+
+
+class DeployActions:
+    def __init__(self, app: SgtuiApp) -> None:
+        self.app = app
+
+    @property
+    def deployment(self) -> Any:
+        return self.app.deployment
+
+    def _profile_to_launch(self) -> Any | None:
+        app = self.app
+        problems = app.flags.launch_problems()
+        if problems:
+            app.notify(
+                "not launched: " + "; ".join(problems) + " (fix it in the flags tab, 2)",
+                severity="error",
+                timeout=12,
+            )
+            app.action_tab("flags")
+            return None
+        self.deployment.keep_values(app.form.values())
+        return self.deployment.profile
+
+    def launch(self) -> None:
+        app = self.app
+        session = app.followed.in_view
+        if session is not None and session.alive and session.host == self.deployment.host:
+            app.notify(
+                f"{session.key} is still {session.state}: r restarts it, s stops it", severity="warning"
+            )
+            return
+        profile = self._profile_to_launch()
+        if profile is not None:
+            app.notify(f"launching {profile_ops.name(profile)} on {profile_ops.host(profile)}…", timeout=4)
+            app.controller.launch(profile, app.flags.prediction())
+
+    def stop(self) -> None:
+        app = self.app
+        session = app.followed.in_view
+        if session is None:
+            app.notify("no run is followed: open one in the runs tab (4)", severity="warning")
+            return
+        run = session.run
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                app.controller.stop(run)
+
+        app.push_screen(
+            ConfirmScreen(
+                f"Stop {run.run_id}?", f"{run.host} › {run.target}: TERM to its process group, then KILL"
+            ),
+            answer,
+        )
+
+    def restart(self) -> None:
+        app = self.app
+        session = app.followed.in_view
+        if session is None:
+            self.launch()
+            return
+        run = session.run
+        profile = self._profile_to_launch()
+        if profile is None:
+            return
+        predicted = app.flags.prediction()
+        if not session.alive:  # it already ended: still wait for its GPUs (a dead run can hold memory)
+            app.controller.stop(run, then_launch=(profile, predicted))
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                app.controller.stop(run, then_launch=(profile, predicted))
+
+        app.push_screen(
+            ConfirmScreen(
+                f"Restart {run.run_id}?",
+                "Stops its process group, waits until its GPUs are free, then launches again into a new log.",
+            ),
+            answer,
+        )
+
+    def apply(self) -> None:
+        app = self.app
+        panel = app.log_pane.diagnosis
+        suggestion = panel.first_suggestion
+        if suggestion is None:
+            app.notify("no suggestion to apply", severity="warning")
+            return
+        app.call_later(self._apply, suggestion.flag, suggestion.value)
+        panel.consume_first()
+        app.notify(f"applied {suggestion.as_flag}: r restarts with it", timeout=8)
+        app.refresh_bindings()
+
+    async def _apply(self, flag: str, value: Any) -> None:
+        if value is False:
+            value = None
+        await self.app.form.set_flag(flag, value)
+        self.deployment.keep_values(self.app.form.values())
+
+    def retarget(self, host: str, container: ContainerView) -> None:
+        app = self.app
+        self.deployment.retarget(host, container)
+        app.notify(f"target: {host} › {container.label}", timeout=4)
+        if app.fleet.host(host).state == "connected":
+            app.deployment_connected()
+        app.draw_status()
+
+    def profiles(self) -> None:
+        app = self.app
+        paths = profile_ops.find_profiles(app.profile_dirs)
+
+        def chosen(choice: ProfileChoice | None) -> None:
+            if choice is not None:
+                app.call_later(self._profile_choice, choice)
+
+        app.push_screen(ProfilesScreen(paths, self.deployment.name), chosen)
+
+    async def _profile_choice(self, choice: ProfileChoice) -> None:
+        from sgtui.core.errors import UserError
+
+        app, d = self.app, self.deployment
+        d.keep_values(app.form.values())
+        try:
+            if choice.action == "open" and choice.path is not None:
+                d.open(profile_ops.load(choice.path), choice.path)
+                await app.flags.rebuild(keep_edits=False)
+                app.connect(d.host)
+                if app.fleet.host(d.host).state == "connected":
+                    app.deployment_connected()
+                app.notify(f"opened {choice.path}")
+            elif choice.action == "save":
+                d.path = profile_ops.save(d.profile, d.path)
+                app.notify(f"saved {d.path}")
+            elif choice.action == "duplicate":
+                d.profile = profile_ops.renamed(d.profile, choice.name)
+                d.path = profile_ops.save(d.profile, None)
+                app.notify(f"saved a copy as {d.path}")
+        except UserError as exc:
+            app.notify(str(exc), severity="error", timeout=12)
+        app.sub_title = d.name
+        app.draw_status()

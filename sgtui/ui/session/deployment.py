@@ -1,0 +1,93 @@
+"""The deployment being prepared: the profile, its target, the target's SGLang version and the fit."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from sgtui.ui import profile_ops
+from sgtui.ui.catalogue import flag_catalogue
+from sgtui.ui.fitting import FitInputs
+from sgtui.ui.views import ContainerView
+from sgtui.ui.widgets.launch_form import FlagInfo
+
+
+class Deployment:
+    """What `l` would launch. The flags form edits `profile`'s values; the fit reads `fit_inputs`,
+    gathered from the target as it becomes known (model config, GPU size, version)."""
+
+    def __init__(self, profile: Any, path: Path | None) -> None:
+        self.profile = profile
+        self.path = path
+        self.version: str | None = profile_ops.declared_version(profile)
+        self.catalogue: dict[str, FlagInfo] = flag_catalogue(self.version)
+        self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(profile), version=self.version)
+        self.fit_report: dict[str, Any] | None = None
+        self.fit_generation = 0
+
+    @property
+    def host(self) -> str:
+        return profile_ops.host(self.profile)
+
+    @property
+    def target(self) -> ContainerView | None:
+        return profile_ops.container(self.profile)
+
+    @property
+    def target_label(self) -> str:
+        return profile_ops.target_label(self.profile)
+
+    @property
+    def python(self) -> str:
+        return profile_ops.python(self.profile)
+
+    @property
+    def name(self) -> str:
+        return profile_ops.name(self.profile)
+
+    def open(self, profile: Any, path: Path | None) -> None:
+        """Another profile: its own version and GPU count; nothing learnt from the old target carries over."""
+        self.__init__(profile, path)  # type: ignore[misc]
+
+    def retarget(self, host: str, container: ContainerView) -> None:
+        same_host = host == self.host
+        self.profile = profile_ops.with_target(self.profile, host, container)
+        self.fit_inputs = dataclasses.replace(
+            self.fit_inputs if same_host else FitInputs(n_gpus=self.fit_inputs.n_gpus),
+            model_config=None,
+            weight_bytes=None,
+            version=None,
+            model_error="",
+        )
+        self.version = None
+
+    def set_version(self, version: str) -> bool:
+        """True when the form must be rebuilt for another version's flags."""
+        changed = version != self.version
+        self.version = version
+        self.fit_inputs = dataclasses.replace(self.fit_inputs, version=version)
+        if changed:
+            self.catalogue = flag_catalogue(version)
+        return changed
+
+    def set_model(self, got: dict[str, Any] | None, error: str = "") -> None:
+        if got is None:
+            self.fit_inputs = dataclasses.replace(self.fit_inputs, model_error=error)
+            return
+        self.fit_inputs = dataclasses.replace(
+            self.fit_inputs,
+            model_config=got.get("config"),
+            weight_bytes=got.get("weight_bytes"),
+            model_error="",
+        )
+
+    def set_gpu(self, name: str, mib: int) -> bool:
+        """The first usable GPU sample of the target's host sizes the fit; True when it did now."""
+        if self.fit_inputs.gpu_mib is not None:
+            return False
+        self.fit_inputs = dataclasses.replace(self.fit_inputs, gpu_mib=mib, gpu_name=name)
+        return True
+
+    def keep_values(self, values: dict[str, Any]) -> None:
+        self.profile = profile_ops.with_values(self.profile, values)
