@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
@@ -30,14 +32,19 @@ from sgtui.ui.panes.hosts import FleetPane
 from sgtui.ui.panes.log import LogPane
 from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.routing import Routing
+from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.screens.gpu_detail import GpuDetailScreen
 from sgtui.ui.screens.help import HelpScreen
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
+from sgtui.ui.session.ages import age_text
 from sgtui.ui.views import RunView
+from sgtui.ui.widgets.fit_panel import fit_badge
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
 from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.workers.controller import Controller
+
+GPU_STALE_S = 5.0  # ten missed GPU samples (every 0.5 s): the host's values are marked stale
 
 ANSI_THEMES = ("textual-ansi", "ansi-dark")  # the ANSI theme's name differs between Textual releases
 
@@ -59,6 +66,51 @@ WELCOME_KEYS = (
     "  ?  every key",
 )
 FLEET_TICK_S = 1.0  # ages in the fleet view and status line
+
+
+def stale_text(value: str, age: float | None) -> Text:
+    """A live value; with an age, it is stale: "ready, last seen 35s ago", marked."""
+    if age is None:
+        return Text(value)
+    return Text(f"{value}, last seen {age_text(age)} ago", style="bold yellow")
+
+
+def host_silence(host: Any, now: float) -> float | None:
+    """How long a connected host has sent nothing (no GPU sample) past a few missed samples; else None."""
+    if host is None or host.state != "connected":
+        return None
+    age = host.ages.age("gpus", now)
+    if age is None:
+        age = host.ages.age("state", now)
+    return age if age is not None and age > GPU_STALE_S else None
+
+
+def status_line(app: SgtuiApp, host: Any, state: str) -> Text:
+    d = app.deployment
+    now = app.clock()
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"{d.host} › {d.target_label} · ")
+    silent = host_silence(host, now)
+    text.append_text(stale_text(state, silent))
+    text.append(f" · SGLang {d.version}" if d.version else " · SGLang ?")
+    text.append(" · fit ")
+    text.append_text(fit_badge(d.fit_report, app.flags.fit_error))
+    session = app.session
+    if session is not None:
+        shown = session.phase if session.state == "starting" and session.phase else session.state
+        run_host = app.fleet.host(session.host)
+        unsure = session.alive and (run_host.state != "connected" or host_silence(run_host, now) is not None)
+        heard = [a for a in (session.ages.age("log", now), session.ages.age("state", now)) if a is not None]
+        text.append(f" · run {session.key} ")
+        text.append_text(stale_text(shown, min(heard) if unsure and heard else None))
+        if len(app.followed) > 1:
+            keys = [s.key for s in app.followed]
+            text.append(f" · {keys.index(session.key) + 1}/{len(keys)} followed ([ ])")
+    else:
+        text.append(" · no run followed: l launches")
+    if app.readonly:
+        text.append(" · read-only", style="bold")
+    return text
 
 
 class SgtuiApp(Routing, App[None]):
@@ -99,8 +151,12 @@ class SgtuiApp(Routing, App[None]):
         max_log_lines: int = 20_000,
         fit_function: Callable[[dict[str, Any], FitInputs], dict[str, Any]] = compute_fit,
         clock: Callable[[], float] = time.monotonic,
+        readonly: bool = False,
+        demo: bool = False,
     ) -> None:
         super().__init__()
+        self.readonly = readonly  # watching someone else's run: no launch, stop, restart or fix
+        self.demo = demo  # `sgtui demo`: the simulated host lives in this process and stops with it
         self.backend = backend
         self.profile_dirs = profile_dirs
         self.max_log_lines = max_log_lines
@@ -183,6 +239,18 @@ class SgtuiApp(Routing, App[None]):
     def fleet_pane(self) -> FleetPane:
         return self.main.query_one(FleetPane)
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every message here carries outside text (hosts, run ids, paths, remote errors): never markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     # layout --------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(icon="⚡")
@@ -215,8 +283,16 @@ class SgtuiApp(Routing, App[None]):
         self.set_interval(FLEET_TICK_S, self._tick)
 
     def _tick(self) -> None:
-        if self.is_running:
-            self.fleet_pane.refresh_fleet()
+        """Ages move: the fleet rows, the status line and the GPU panel say how old their values are."""
+        if not self.is_running:
+            return
+        self.fleet_pane.refresh_fleet()
+        self.draw_status()
+        host = self.fleet.host(self.gpu_host) if self.gpu_host else None
+        if host is not None:
+            age = host.ages.age("gpus", self.clock())
+            stale = host.state != "connected" or (age is not None and age > GPU_STALE_S)
+            self.main.query_one(GpuPanel).set_age(age, stale and age is not None)
 
     def _load_keymap(self) -> None:
         from sgtui.core.errors import UserError
@@ -239,20 +315,13 @@ class SgtuiApp(Routing, App[None]):
         await self.backend.close()
 
     def draw_status(self) -> None:
+        """The line under the header, on every tab: target, connection, version, the fit's verdict and
+        the run in view, each live value with its age once it is stale. Text, never markup."""
         d = self.deployment
-        state = self.fleet.host(d.host).state if d.host else "idle"
-        parts = [f"{d.host} › {d.target_label}", state, f"SGLang {d.version}" if d.version else "SGLang ?"]
-        session = self.session
-        if session is not None:
-            shown = session.phase if session.state == "starting" and session.phase else session.state
-            parts.append(f"run {session.key} {shown}")
-            if len(self.followed) > 1:
-                keys = [s.key for s in self.followed]
-                parts.append(f"{keys.index(session.key) + 1}/{len(keys)} followed ([ ])")
-        else:
-            parts.append("no run followed: l launches")
+        host = self.fleet.host(d.host) if d.host else None
+        state = host.state if host is not None else "idle"
         status = self.main.query_one("#status", Static)
-        status.update(" · ".join(parts), layout=False)
+        status.update(status_line(self, host, state), layout=False)
         status.set_class(state in ("lost", "failed"), "-lost")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -264,6 +333,8 @@ class SgtuiApp(Routing, App[None]):
 
     # actions -------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.readonly and action in ("launch", "stop", "restart", "apply"):
+            return None  # greyed in the footer; the key says why
         if action == "apply":
             return self.log_pane.diagnosis.first_suggestion is not None
         if action == "stop":
@@ -357,9 +428,30 @@ class SgtuiApp(Routing, App[None]):
         self.push_screen(HelpScreen(rows))
 
     async def action_quit(self) -> None:
+        """Quitting with flag edits not saved to the profile asks first (default No)."""
+        if self.form.dirty and not self.readonly:
+
+            def answer(yes: bool | None) -> None:
+                if yes:
+                    self._quit()
+
+            self.push_screen(
+                ConfirmScreen(
+                    "Quit with unsaved flag edits?",
+                    "The flags tab has edits not saved to the profile (p, then ctrl+s saves them). "
+                    "Yes quits and loses them; no goes back.",
+                ),
+                answer,
+            )
+            return
+        self._quit()
+
+    def _quit(self) -> None:
         alive = [s for s in self.followed if s.alive]
         message = None
-        if alive:
+        if alive and self.demo:
+            message = "sgtui demo: the demo host and its servers stopped with the app"
+        elif alive:
             names = ", ".join(f"{s.key} on {s.host}" for s in alive)
             message = f"sgtui: {names} keep{'s' if len(alive) == 1 else ''} running; `sgtui` reattaches"
         self.exit(message=message)

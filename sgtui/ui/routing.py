@@ -79,6 +79,7 @@ class Routing(Base):
         self.controller.list_runs(d.host, d.target)
         model = d.profile.sglang.get("--model-path") if hasattr(d.profile, "sglang") else None
         if model and d.fit_inputs.model_config is None:
+            d.model_for = str(model)
             self.controller.model_config(d.host, d.target, str(model))
 
     def _ask_host_key(self, host: str, fingerprint: str) -> None:

@@ -22,7 +22,7 @@ from sgtui.ui.widgets.fit_panel import FitPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.widgets.timeline import Timeline
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import launch_anyway, wait_for
 from tests.ui.fakes import FakeBackend, gpus
 from tests.ui.scripts import failing_log, ready_log
 
@@ -36,7 +36,7 @@ def make_app(backend: FakeBackend, profile: Profile) -> SgtuiApp:
 async def launch_until(pilot: Pilot[Any], app: SgtuiApp, state: str) -> None:
     """Wait for the host, press `l`, and wait until the run is `state` ("ready" or "failed")."""
     await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
-    await pilot.press("l")
+    await launch_anyway(pilot, app)
     await wait_for(pilot, lambda: app.run_state == state, what=state)
 
 
@@ -45,7 +45,7 @@ async def test_launch_follows_the_new_run_to_ready_with_the_timeline(profile: Pr
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.fit_report is not None, what="the fit before launching")
-        await pilot.press("l")
+        await launch_anyway(pilot, app)
         await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
         assert backend.launched[0].sglang["--tp-size"] == 2
         view = app.query_one(Timeline).view
@@ -85,7 +85,7 @@ async def test_restart_asks_first_waits_for_the_gpus_then_launches_into_a_new_lo
     async with app.run_test(size=SIZE) as pilot:
         await launch_until(pilot, app, "ready")
         first = app.current
-        await pilot.press("r")
+        await launch_anyway(pilot, app, "r")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation")
         assert backend.stopped == []
         await pilot.press("y")
@@ -410,12 +410,13 @@ async def test_a_restart_right_after_applying_a_fix_predicts_with_the_fix(profil
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
-        await pilot.press("l")
+        await launch_anyway(pilot, app)
         await wait_for(pilot, lambda: app.run_state == "failed")
         app.main.query_one(DiagnosisPanel).show(
             [DiagnosisView("Not enough memory", "", (SuggestionView("--max-running-requests", "8"),))]
         )
-        await pilot.press("a", "r")  # faster than the fit panel's debounce
+        await pilot.press("a")
+        await launch_anyway(pilot, app, "r")  # faster than the fit panel's debounce
         await wait_for(pilot, lambda: app.run_state == "ready" and len(backend.launched) == 2, what="ready")
         compared = {label: predicted for label, predicted, _ in app.main.query_one(Timeline).view.comparisons}
         assert compared["max running req"] == "8"
@@ -436,7 +437,7 @@ async def test_the_log_status_at_80_columns_keeps_the_end_of_the_log_path(profil
     app = make_app(FakeBackend(launch_logs=[ready_log()]), profile)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.fit_report is not None, what="the fit before launching")
-        await pilot.press("l")
+        await launch_anyway(pilot, app)
         await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
         status = app.query_one("#log-status", Static)
         shown = str(status.render())

@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from sgtui.core.profiles import load_profile
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.views import RunView
-from tests.ui.conftest import PROFILE, wait_for
+from tests.ui.conftest import PROFILE, launch_anyway, wait_for
 from tests.ui.fakes import FakeBackend, gpus
 from tests.ui.scripts import failing_log, ready_log
 
@@ -98,12 +98,12 @@ def settle(
 
 
 async def _failed(app: SgtuiApp, pilot: Pilot[Any]) -> None:
-    await pilot.press("l")
+    await launch_anyway(pilot, app)
     await wait_for(pilot, lambda: app.run_state == "failed", what="the failure")
 
 
 async def _ready(app: SgtuiApp, pilot: Pilot[Any]) -> None:
-    await pilot.press("l")
+    await launch_anyway(pilot, app)
     await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
 
 

@@ -15,7 +15,7 @@ from sgtui.ui import profile_ops
 from sgtui.ui.catalogue import parse_flag_text
 from sgtui.ui.fitting import FitInputs, hints_from_report
 from sgtui.ui.session.deployment import Deployment
-from sgtui.ui.widgets.fit_panel import FitPanel
+from sgtui.ui.widgets.fit_panel import FIX_FLAGS_FIRST, FitPanel
 from sgtui.ui.widgets.launch_form import LaunchForm
 from sgtui.ui.workers.controller import Controller
 
@@ -32,6 +32,7 @@ class FlagsPane(Horizontal):
         self.controller = controller
         self.fit_function = fit_function
         self._fit_timer: Timer | None = None
+        self.fit_error = ""  # why the fit panel shows no verdict ("fix the flags first: ...")
 
     def compose(self) -> ComposeResult:
         yield self._new_form()
@@ -75,19 +76,40 @@ class FlagsPane(Horizontal):
         self._fit_timer = self.set_timer(FIT_DEBOUNCE_S, self._start_fit)
 
     def _start_fit(self) -> None:
+        if not self.is_attached:  # a debounce timer firing during shutdown
+            return
+        if not self.query(LaunchForm):  # the form is being rebuilt for another version: soon
+            self.schedule_fit()
+            return
         d = self.deployment
         d.fit_generation += 1
-        values, inputs, fit = self.form.values(), d.fit_inputs, self.fit_function
+        errors = self.form.errors()
+        if errors:  # a fit of other flags than the ones shown would be a lie
+            d.fit_report = None
+            self._show_fit(None, f"{FIX_FLAGS_FIRST}: {next(iter(errors.values()))}")
+            return
+        values, fit = self.form.values(), self.fit_function
+        model = values.get("--model-path")
+        if model and d.model_for is not None and str(model) != d.model_for and d.host:
+            d.forget_model(str(model))  # re-read the model the flags now name
+            self.controller.model_config(d.host, d.target, str(model))
+        inputs = d.fit_inputs
         self.controller.compute_fit(lambda: fit(values, inputs), d.fit_generation, self.post_message)
+
+    def _show_fit(self, report: dict[str, Any] | None, error: str) -> None:
+        self.fit_error = error
+        self.query_one(FitPanel).show(report, error)
+        draw = getattr(self.app, "draw_status", None)
+        if draw is not None:
+            draw()
 
     async def on_fit_computed(self, message: m.FitComputed) -> None:
         message.stop()
         d = self.deployment
         if message.generation != d.fit_generation or not self.is_attached:
             return
-        if message.report is not None:
-            d.fit_report = message.report
-        self.query_one(FitPanel).show(message.report, message.error)
+        d.fit_report = message.report
+        self._show_fit(message.report, message.error)
         await self.form.set_hints(hints_from_report(message.report))
 
     def prediction(self) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ class Deployment:
         self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(profile), version=self.version)
         self.fit_report: dict[str, Any] | None = None
         self.fit_generation = 0
+        self.model_for: str | None = None  # the --model-path whose config.json the fit has (or awaits)
 
     @property
     def host(self) -> str:
@@ -80,6 +81,16 @@ class Deployment:
             model_config=got.get("config"),
             weight_bytes=got.get("weight_bytes"),
             model_error="",
+        )
+
+    def forget_model(self, model_path: str) -> None:
+        """--model-path changed: the old model's config no longer sizes anything."""
+        self.model_for = model_path
+        self.fit_inputs = dataclasses.replace(
+            self.fit_inputs,
+            model_config=None,
+            weight_bytes=None,
+            model_error=f"reading {model_path}/config.json on the target…",
         )
 
     def set_gpu(self, name: str, mib: int) -> bool:
