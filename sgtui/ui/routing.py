@@ -148,6 +148,13 @@ class Routing(Base):
             usable = [g for g in message.gpus if not g.note and g.total_mib]
             if usable and d.set_gpu(usable[0].name, usable[0].total_mib):
                 self.flags.schedule_fit()
+            elif (
+                message.gpus
+                and all(g.index < 0 for g in message.gpus)
+                and d.set_gpu_problem(f"{message.host}: {message.gpus[0].note}")
+            ):
+                self.flags.schedule_fit()
+                self.flags.show_gpu_input()
         if message.host == self.gpu_host:
             self.main.query_one(GpuPanel).show(message.gpus)
 

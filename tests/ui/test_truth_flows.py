@@ -181,3 +181,26 @@ async def test_a_profile_named_in_markup_opens_and_its_profiles_screen_too(profi
         await pilot.pause()
         assert app.is_running
         assert "[/][/opt/x]" in app.sub_title
+
+
+async def test_a_host_without_gpus_says_why_the_fit_cannot_size_it_and_takes_a_typed_gpu(
+    profile: Profile,
+) -> None:
+    from sgtui.ui.views import GpuView
+
+    note = "no nvidia-smi: install the NVIDIA driver utilities (nvidia-smi) on that host"
+    app = SgtuiApp(
+        FakeBackend(gpu_frames=[[GpuView(-1, "", 0, 0, None, (), note)]]), profile, theme="textual-dark"
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.fit_inputs.gpu_error, what="the GPU problem")
+        panel = app.main.query_one(FitPanel)
+        await wait_for(pilot, lambda: "cannot size the GPU" in str(panel.render()), what="the fit's reason")
+        assert "no nvidia-smi" in str(panel.render())
+        app.main.query_one(TabbedContent).active = "flags"
+        box = app.main.query_one("#fit-gpu")
+        assert box.display
+        box.focus()
+        await pilot.press(*"A6000", "enter")
+        await wait_for(pilot, lambda: app.fit_report is not None, what="a fit for the typed GPU")
+        assert app.fit_inputs.gpu_mib == 49140

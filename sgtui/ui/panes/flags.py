@@ -9,6 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.timer import Timer
+from textual.widgets import Input
 
 from sgtui.ui import messages as m
 from sgtui.ui import profile_ops
@@ -38,6 +39,26 @@ class FlagsPane(Horizontal):
         yield self._new_form()
         with VerticalScroll(id="fit-scroll"):
             yield FitPanel(id="fit")
+            yield Input(placeholder="GPU: name or size (A6000, 48GiB)", id="fit-gpu", classes="-hidden")
+
+    def show_gpu_input(self) -> None:
+        """The host cannot name its GPUs: let the user type one for the fit."""
+        self.query_one("#fit-gpu", Input).remove_class("-hidden")
+
+    @on(Input.Submitted, "#fit-gpu")
+    def _gpu_typed(self, event: Input.Submitted) -> None:
+        from sgtui.core.errors import UserError
+        from sgtui.core.gpus import parse_gpu
+
+        event.stop()
+        try:
+            spec = parse_gpu(event.value)
+        except UserError as exc:
+            self.app.notify(str(exc).replace("--gpu ", "GPU "), severity="error", timeout=10)
+            return
+        self.deployment.set_gpu(spec.name, spec.mib, typed=True)
+        self.app.notify(f"the fit sizes {spec.name} ({spec.mib:,} MiB)", timeout=5)
+        self.schedule_fit()
 
     def _new_form(self) -> LaunchForm:
         d = self.deployment

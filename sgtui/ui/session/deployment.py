@@ -25,6 +25,7 @@ class Deployment:
         self.fit_inputs = FitInputs(n_gpus=profile_ops.gpu_count(profile), version=self.version)
         self.fit_report: dict[str, Any] | None = None
         self.fit_generation = 0
+        self.gpu_typed = False
         self.model_for: str | None = None  # the --model-path whose config.json the fit has (or awaits)
 
     @property
@@ -93,11 +94,20 @@ class Deployment:
             model_error=f"reading {model_path}/config.json on the target…",
         )
 
-    def set_gpu(self, name: str, mib: int) -> bool:
-        """The first usable GPU sample of the target's host sizes the fit; True when it did now."""
-        if self.fit_inputs.gpu_mib is not None:
+    def set_gpu(self, name: str, mib: int, typed: bool = False) -> bool:
+        """The first usable GPU sample of the target's host sizes the fit (or the GPU the user typed,
+        which a sample never overrides); True when it changed now."""
+        if self.fit_inputs.gpu_mib is not None and not typed:
             return False
-        self.fit_inputs = dataclasses.replace(self.fit_inputs, gpu_mib=mib, gpu_name=name)
+        self.gpu_typed = self.gpu_typed or typed
+        self.fit_inputs = dataclasses.replace(self.fit_inputs, gpu_mib=mib, gpu_name=name, gpu_error="")
+        return True
+
+    def set_gpu_problem(self, note: str) -> bool:
+        """The host cannot say what its GPUs are: the fit says why instead of waiting forever."""
+        if self.fit_inputs.gpu_mib is not None or self.fit_inputs.gpu_error == note:
+            return False
+        self.fit_inputs = dataclasses.replace(self.fit_inputs, gpu_error=note)
         return True
 
     def keep_values(self, values: dict[str, Any]) -> None:
