@@ -204,3 +204,22 @@ async def test_a_host_without_gpus_says_why_the_fit_cannot_size_it_and_takes_a_t
         await pilot.press(*"A6000", "enter")
         await wait_for(pilot, lambda: app.fit_report is not None, what="a fit for the typed GPU")
         assert app.fit_inputs.gpu_mib == 49140
+
+
+def test_milestones_sit_at_their_log_times_and_an_old_runs_are_not_replayed_now() -> None:
+    from types import SimpleNamespace
+
+    from sgtui.ui.session.run import RunSession
+
+    def session(started_at: float) -> RunSession:
+        run = RunView("r", "pve", "lxc 129", "p", "running", "/l", raw=SimpleNamespace(started_at=started_at))
+        s = RunSession(run, None, lambda _m: None)
+        s.feed(0, ready_log(), 1)
+        return s
+
+    old = session(time.time() - 6 * 3600)  # reattached hours later: its startup is no moment of this chart
+    assert [label for _, label in old.history.marks] == []
+    fresh = session(time.time())  # launched now: each milestone at its own offset from the first line
+    marks = dict((label, x) for x, label in fresh.history.marks)
+    assert "load_weight_begin" in marks and "ready" in marks
+    assert marks["ready"] - marks["load_weight_begin"] > 60  # the log's own spacing, not all at once

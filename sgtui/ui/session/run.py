@@ -14,6 +14,7 @@ from typing import Any
 
 from textual.message import Message
 
+from sgtui.core.log_state import parse_seconds
 from sgtui.ui import messages as m
 from sgtui.ui.session.ages import Ages
 from sgtui.ui.session.gpu_history import GpuHistory
@@ -59,6 +60,7 @@ class RunSession:
         self.pending: list[tuple[int, str]] = []
         self.histories: dict[str, GpuHistory] = {}
         self.ages = Ages(clock)
+        self.opened = clock()  # when this run began to be followed: the chart's earliest moment
         self.state = run.state  # starting | running | ready | stalled | failed | stopped | exited
         self.diagnoses: list[DiagnosisView] = []
         self.seen_milestones: set[str] = set()
@@ -137,7 +139,7 @@ class RunSession:
         tracker = node.tracker
         if tracker.feed(lines):
             node.timeline = tracker.timeline()
-            self.milestones_seen(tracker.milestone_kinds())
+            self.milestones_at_log_times(tracker)
             self.post(m.StartupChanged(self.key, rank))
         outcome = tracker.outcome
         if outcome != node.outcome and outcome in ("ready", "failed"):
@@ -189,8 +191,12 @@ class RunSession:
             self._node_outcome(node, "stalled", detail)
 
     def _node_outcome(self, node: NodeStream, outcome: str, detail: str = "") -> None:
+        at = None
         if outcome == "failed":
             self.diagnoses = node.tracker.diagnoses()
+            error = node.tracker.state.error
+            if error is not None and error.time:
+                at = self.log_moment(node.tracker, parse_seconds(error.time))
         outcomes = [n.outcome for n in self.nodes.values()]
         # one node failing fails the run; it is ready only when every node is
         if "failed" in outcomes:
@@ -203,9 +209,9 @@ class RunSession:
             state = outcome
         else:
             return
-        self.set_state(state, detail)
+        self.set_state(state, detail, at)
 
-    def set_state(self, state: str, detail: str = "") -> None:
+    def set_state(self, state: str, detail: str = "", at: float | None = None) -> None:
         if state == self.state and self.told:
             return
         self.state = state
@@ -213,7 +219,7 @@ class RunSession:
         self.ages.touch("state")
         if state not in self.seen_milestones:  # "ready" is a log milestone too: one chart line
             self.seen_milestones.add(state)
-            self.mark(state)
+            self.mark(state, at)
         self.post(m.RunOutcome(self.key, state, detail))
 
     def host_says(self, run: RunView) -> None:
@@ -233,10 +239,39 @@ class RunSession:
             history.add(t, gpus)
             self.ages.touch(f"gpus:{host}", t)
 
-    def mark(self, label: str) -> None:
+    def mark(self, label: str, at: float | None = None) -> None:
+        """A chart line for this run at `at` (default now). One from before this run was followed (an
+        old run's milestones read back on reattach) is left off: it is no moment of this chart."""
         now = self.clock()
+        at = now if at is None else at
+        if at < self.opened - 1.0:
+            return
         for history in self.histories.values():
-            history.mark(now, label)
+            history.mark(at, label)
+
+    def milestones_at_log_times(self, tracker: StartupTracker) -> None:
+        """Each new milestone at the moment its log line says, on this session's clock.
+
+        The log's clock (the target's local time) is anchored at the run's recorded start (the first
+        stamp is the launch), so an old run's milestones fall before this chart and are left off; without
+        a recorded start, the newest line is taken as now."""
+        for milestone in tracker.state.milestone_list():
+            if milestone.kind not in self.seen_milestones:
+                self.seen_milestones.add(milestone.kind)
+                self.mark(milestone.kind, self.log_moment(tracker, milestone.seconds))
+
+    def log_moment(self, tracker: StartupTracker, seconds: float | None) -> float:
+        """A log time (`parse_seconds` scale) on this session's clock."""
+        state = tracker.state
+        stamps = [m.seconds for m in state.milestones.values() if m.seconds is not None]
+        now = self.clock()
+        if seconds is None or not stamps:
+            return now
+        started = getattr(self.run.raw, "started_at", None)
+        if isinstance(started, int | float):
+            return now - (time.time() - (started + seconds - min(stamps)))
+        last = state.last_seconds
+        return now - (last - seconds) if last is not None else now
 
     def milestones_seen(self, kinds: list[str]) -> None:
         for kind in kinds:
