@@ -110,6 +110,17 @@ def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuVi
     return out
 
 
+def key_entry(exc: HostKeyError) -> str:
+    """"<file> line N" for the recorded key that differs ("" when sgtui cannot tell)."""
+    from sgtui.core.known_hosts import recorded_line
+
+    path = exc.recorded_in
+    if path is None:
+        return ""
+    line = recorded_line(path, exc.host.hostname, exc.host.port)
+    return f"{path} line {line}" if line else str(path)
+
+
 def problem_note(problem: GpuProblem) -> str:
     """One line: the named state, what to do, then the host's own words (first line only)."""
     said = problem.detail.strip().splitlines()[0][:120] if problem.detail.strip() else ""
@@ -216,8 +227,11 @@ class RemoteBackend:
                 try:
                     await conn.connect()
                 except HostKeyError as exc:
-                    if exc.changed or exc.key is None:
-                        yield ("failed", str(exc))  # a changed key is never accepted from here
+                    if exc.changed:  # never accepted from here: a modal names the recorded entry
+                        yield ("key-changed", f"{exc}\n{key_entry(exc)}")
+                        return
+                    if exc.key is None:
+                        yield ("failed", str(exc))
                         return
                     yield ("unknown-key", f"{exc.key.get_algorithm()} {exc.fingerprint}")
                     if not await self._decide_host_key(host, exc):

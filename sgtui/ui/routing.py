@@ -55,6 +55,13 @@ class Routing(Base):
             return
         if message.state == "unknown-key":
             self._ask_host_key(message.host, message.detail)
+        if message.state == "key-changed":
+            from sgtui.ui.screens.host_key import HostKeyChangedScreen
+
+            text, _, where = message.detail.rpartition("\n")
+            self.push_screen(HostKeyChangedScreen(message.host, text or message.detail, where))
+            said = "HOST KEY CHANGED: see the dialog (nothing was sent)"
+            message = m.HostStateChanged(message.host, "failed", said)
         host = self.fleet.host(message.host)
         before = host.set_state(message.state, message.detail)
         self.fleet_pane.refresh_fleet()
