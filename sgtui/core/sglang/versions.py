@@ -46,8 +46,14 @@ class ReleaseVersion:
         """The sort key: release, then pre-release stage, then post, with dev builds first."""
         plain_dev = self.dev is not None and self.stage == (3, 0) and self.post is None
         stage = (-1, 0) if plain_dev else self.stage  # "0.5.24.dev3" comes before "0.5.24rc0"
-        return (self.release, self.extra, stage, -1 if self.post is None else self.post, self.dev is None,
-                self.dev or 0)
+        return (
+            self.release,
+            self.extra,
+            stage,
+            -1 if self.post is None else self.post,
+            self.dev is None,
+            self.dev or 0,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ReleaseVersion) and self.key == other.key
@@ -65,7 +71,7 @@ class ReleaseVersion:
 
     @property
     def is_untagged(self) -> bool:
-        """"0.0.0.dev0": an editable install of a checkout without tags; says nothing of its rules."""
+        """ "0.0.0.dev0": an editable install of a checkout without tags; says nothing of its rules."""
         return self.release[:2] == (0, 0)
 
     @property
