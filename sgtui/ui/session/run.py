@@ -14,7 +14,7 @@ from typing import Any
 
 from textual.message import Message
 
-from sgtui.core.log_state import parse_seconds
+from sgtui.core.logs.state import parse_seconds
 from sgtui.ui import messages as m
 from sgtui.ui.session.ages import Ages
 from sgtui.ui.session.gpu_history import GpuHistory

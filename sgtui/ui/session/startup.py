@@ -7,6 +7,7 @@ log show the same timeline as the live one.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sgtui.core.logs.state import PHASE_LABELS, StartupState
@@ -121,7 +122,7 @@ class StartupTracker:
     def __init__(self, predicted: dict[str, Any] | None, start: float | None = None) -> None:
         from sgtui.core.logs import LogClassifier
 
-        self.classifier = LogClassifier()
+        self.classifier = LogClassifier(clock=time.monotonic)  # as `launch --watch`: stalls watched live
         self.predicted = predicted
         self._last_key: tuple[Any, ...] = ()
 
@@ -147,9 +148,6 @@ class StartupTracker:
     def end_of_log(self) -> None:
         """The log is read to its end: the rule `sgtui explain` applies to a whole file."""
         self.classifier.finish()
-        end = getattr(self.classifier, "end_of_log", None)
-        if end is not None:
-            end()
 
     @property
     def outcome(self) -> str:
