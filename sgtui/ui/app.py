@@ -123,7 +123,7 @@ class SgtuiApp(Routing, App[None]):
         Binding("r", "restart", "restart", id="restart"),
         Binding("a", "apply", "fix", id="apply"),
         Binding("e", "edit", "flags", id="edit"),
-        Binding("slash", "filter", "filter", id="filter"),
+        Binding("slash", "filter", "search", id="filter"),
         Binding("g", "gpus", "GPUs", id="gpus"),
         Binding("p", "profiles", "profile", id="profiles"),
         Binding("question_mark", "help", "help", id="help"),

@@ -154,7 +154,7 @@ async def test_search_filters_highlights_counts_and_moves_between_matches() -> N
         assert app.focused is view
         await pilot.press("N")
         assert view.store.line(view.cursor) == "ERROR two"  # type: ignore[arg-type]
-        assert "match 2: 3 of 6" in status(app)
+        assert "3 of 6 lines match, at 2" in status(app)
         await pilot.press("n")
         assert view.store.line(view.cursor) == "ERROR three"  # type: ignore[arg-type]
         pane.clear_search()

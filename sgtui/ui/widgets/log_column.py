@@ -41,7 +41,7 @@ def status_text(view: LogView, path: str = "", width: int = 0, extra: str = "", 
         found = f"{store.match_count:,} of {kept} lines match"
         at = view.match_position()
         if at is not None:
-            found = f"match {at:,}: " + found
+            found += f", at {at:,}"
         if store.search.literal:
             found += " (literal)"
         bits.append(found)

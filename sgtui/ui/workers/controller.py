@@ -112,7 +112,8 @@ class Controller:
             try:
                 async for gpus in self.backend.gpu_samples(host):
                     delays = iter(RECONNECT_S)
-                    self.post(m.GpuSampled(host, gpus, time.monotonic()))
+                    clock = getattr(self.app, "clock", time.monotonic)  # the app's clock: ages agree
+                    self.post(m.GpuSampled(host, gpus, clock()))
             except asyncio.CancelledError:
                 raise
             except Exception:
