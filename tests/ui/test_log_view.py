@@ -91,6 +91,7 @@ async def test_it_follows_past_max_lines_and_shows_the_final_line() -> None:
     app = PaneApp(max_lines=2000)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.query_one(LogView)
+        app.query_one(LogColumn).set_path("/runs/r1/server.log")
         for start in range(0, 30_000, 500):
             view.append(f"INFO line {n}" for n in range(start, start + 500))
         view.append(["the final line"])
@@ -98,7 +99,8 @@ async def test_it_follows_past_max_lines_and_shows_the_final_line() -> None:
         assert visible(view)[-1] == "the final line"
         assert view.following
         text = status(app)
-        assert "30,001 lines" in text and "first 28,001 dropped" in text
+        assert "last 2,000 of 30,001 lines" in text  # the earlier ones are dropped here
+        assert "whole log /runs/r1/server.log" in text
 
 
 async def test_any_move_up_pauses_and_end_resumes() -> None:

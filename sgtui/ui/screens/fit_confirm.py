@@ -84,7 +84,7 @@ class FitConfirmScreen(ModalScreen[str | None]):
             yield Static(confirm_text(self.report, self.what), id="fit-confirm-text")
             with Horizontal():
                 if self.fix is not None:
-                    yield Button("Apply the fix and launch (f)", variant="primary", id="fix")
+                    yield Button("Apply fix, launch (f)", variant="primary", id="fix")
                 yield Button("Launch anyway (y)", variant="error", id="launch")
                 yield Button("No (n)", id="no")
 

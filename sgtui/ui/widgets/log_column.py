@@ -45,16 +45,17 @@ def status_text(view: LogView, path: str = "", width: int = 0, extra: str = "", 
         if store.search.literal:
             found += " (literal)"
         bits.append(found)
+    elif store.dropped:  # earlier lines are no longer kept here: say so, and where the whole log is
+        bits.append(f"last {len(store.lines):,} of {store.total:,} lines")
     else:
         bits.append(f"{store.total:,} lines")
-    if store.dropped:
-        bits.append(f"first {store.dropped:,} dropped here, whole log in")
     for bit in bits:
         text.append(" · " + bit)
     if path:
-        room = (width or 200) - text.cell_len - 3
+        label = " · whole log " if store.dropped else " · "
+        room = (width or 200) - text.cell_len - len(label)
         if store.dropped or room >= 12:
-            text.append(" · " if not store.dropped else " ")
+            text.append(label, style="yellow" if store.dropped else "")
             text.append(tail_of(path, max(room, 12)), style="dim")
     return text
 
