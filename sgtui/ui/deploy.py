@@ -56,15 +56,22 @@ class DeployActions:
             app.notify("no run is followed: open one in the runs tab (4)", severity="warning")
             return
         run = session.run
+        if run.foreign:
+            app.notify(f"{run.run_id} is not sgtui's to stop: {run.foreign}", severity="error", timeout=10)
+            return
+        runs = session.records
 
         def answer(yes: bool | None) -> None:
             if yes:
-                app.controller.stop(run)
+                app.controller.stop(runs)
 
+        where = (
+            f"{len(runs)} nodes ({', '.join(r.host for r in runs)}): the workers first, then node 0"
+            if len(runs) > 1
+            else f"{run.host} › {run.target}"
+        )
         app.push_screen(
-            ConfirmScreen(
-                f"Stop {run.run_id}?", f"{run.host} › {run.target}: TERM to its process group, then KILL"
-            ),
+            ConfirmScreen(f"Stop {run.run_id}?", f"{where}: TERM to its process group, then KILL"),
             answer,
         )
 
@@ -74,18 +81,18 @@ class DeployActions:
         if session is None:
             self.launch()
             return
-        run = session.run
+        run, runs = session.run, session.records
         profile = self._profile_to_launch()
         if profile is None:
             return
         predicted = app.flags.prediction()
         if not session.alive:  # it already ended: still wait for its GPUs (a dead run can hold memory)
-            app.controller.stop(run, then_launch=(profile, predicted))
+            app.controller.stop(runs, then_launch=(profile, predicted))
             return
 
         def answer(yes: bool | None) -> None:
             if yes:
-                app.controller.stop(run, then_launch=(profile, predicted))
+                app.controller.stop(runs, then_launch=(profile, predicted))
 
         app.push_screen(
             ConfirmScreen(

@@ -29,6 +29,7 @@ class LogPane(Horizontal):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.max_lines = max_lines
         self.session: RunSession | None = None
+        self.upto = 0  # the session's buffer count the view holds: older batches are already shown
 
     def compose(self) -> ComposeResult:
         with Vertical(id="log-col"):
@@ -69,14 +70,16 @@ class LogPane(Horizontal):
             self.query_one(DiagnosisPanel).show([])
             self.draw_status()
             return
+        self.upto = session.log.total
         log.append(session.log.lines(session.log_rank))
         self.show_timeline()
         self.show_diagnosis()
         self.draw_status()
 
-    def append(self, session: RunSession, batch: list[tuple[int, str]], skipped: int) -> None:
-        if session is not self.session:
+    def append(self, session: RunSession, batch: list[tuple[int, str]], skipped: int, upto: int) -> None:
+        if session is not self.session or upto <= self.upto:
             return
+        self.upto = upto
         rank = session.log_rank
         multi = session.log.multi_node
         if rank is not None:

@@ -86,6 +86,11 @@ class RunSession:
         return self.nodes[min(self.nodes)].run
 
     @property
+    def records(self) -> list[RunView]:
+        """Every node's record, node 0 first."""
+        return [n.run for _, n in sorted(self.nodes.items())]
+
+    @property
     def run_id(self) -> str:
         return self.key
 
@@ -157,7 +162,7 @@ class RunSession:
             by_rank.setdefault(rank, []).append(line)
         for rank, lines in by_rank.items():
             self.log.add(rank, lines)
-        self.post(m.LogLines(self.key, batch, skipped))
+        self.post(m.LogLines(self.key, batch, skipped, self.log.total))
 
     def ended(self, rank: int, state: str) -> None:
         """A node's log is read to its end and its process is gone; `state` is the host's word."""
