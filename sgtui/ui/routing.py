@@ -101,6 +101,15 @@ class Routing(Base):
         self.push_screen(PasswordScreen(prompt), lambda value: answer.done() or answer.set_result(value))
         return await answer
 
+    def relist(self, host: str) -> None:
+        """List the runs again where a run changed: the deployment's target on its host, the bare host
+        elsewhere."""
+        d = self.deployment
+        if host == d.host:
+            self.controller.list_runs(host, d.target, d.runs_dir)
+        else:
+            self.controller.list_runs(host, None)
+
     def on_containers_found(self, message: m.ContainersFound) -> None:
         if not self.is_running:
             return
@@ -216,9 +225,8 @@ class Routing(Base):
         if not self.is_running or not message.runs:
             return
         self.follow(message.runs[0], message.predicted, fresh=True, nodes=message.runs)
-        d = self.deployment
-        for run in message.runs:
-            self.controller.list_runs(run.host, d.target if run.host == d.host else None)
+        for host in dict.fromkeys(r.host for r in message.runs):
+            self.relist(host)
 
     def follow(
         self,
@@ -307,7 +315,7 @@ class Routing(Base):
                 timeout=10,
             )
         for host in session.hosts:
-            self.controller.list_runs(host, self.deployment.target if host == self.deployment.host else None)
+            self.relist(host)
         self.draw_runs()
         self.draw_status()
         self.refresh_bindings()
