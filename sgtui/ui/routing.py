@@ -106,7 +106,7 @@ class Routing(Base):
         elsewhere."""
         d = self.deployment
         if host == d.host:
-            self.controller.list_runs(host, d.target, d.runs_dir)
+            self.controller.list_runs(host, d.target)
         else:
             self.controller.list_runs(host, None)
 
