@@ -107,7 +107,14 @@ def test_a_fleet_row_says_gpus_used_of_total_on_a_fixed_scale_and_the_worst_run(
     row = host_label(pve, fleet.run_health("pve", lambda r: state.get(r.run_id, r.state))).plain
     assert row.startswith("● pve") and "connected 12s" in row
     assert "GPU 1/2" in row and "29.8/96 GiB" in row
-    assert row.endswith("1 run stalled")  # the ended failure is history; the live run's health shows
+    assert row.endswith("1 run failed")  # the newest run on its target failed: worse than a stall
+    pve.set_runs("lxc 129", [dataclass_run("0-old", "failed"), dataclass_run("a", "running")])
+    row = host_label(pve, fleet.run_health("pve", lambda r: state.get(r.run_id, r.state))).plain
+    assert row.endswith("1 run stalled")  # an older failure is history
+    pve.set_runs("lxc 129", [dataclass_run("b", "failed")])
+    assert host_label(pve, fleet.run_health("pve", lambda r: r.state)).plain.endswith(
+        "no live run, last failed"
+    )
     gpu2 = fleet.host("gpu2")
     gpu2.set_state("failed", "gpu2: no route to host\nsecond line")
     assert host_label(gpu2).plain.endswith("gpu2: no route to host")
