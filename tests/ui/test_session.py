@@ -41,11 +41,19 @@ def test_interleaved_nodes_get_a_node_column_and_one_node_shows_alone() -> None:
 
 def test_a_flood_between_two_flushes_keeps_a_screenful_and_says_how_many_were_skipped() -> None:
     s, posted = session(max_lines=10)
+    s.in_view = True
     s.feed(0, [f"l{i}" for i in range(25)], 100)
     s.flush()
     batch = next(p for p in posted if isinstance(p, m.LogLines))
     assert [line for _, line in batch.lines] == [f"l{i}" for i in range(15, 25)]
     assert batch.skipped == 15 and s.log.total == 25
+
+
+def test_a_run_out_of_view_keeps_its_lines_without_posting_them() -> None:
+    s, posted = session()
+    s.feed(0, ["a", "b"], 4)
+    s.flush()
+    assert s.log.lines() == ["a", "b"] and not [p for p in posted if isinstance(p, m.LogLines)]
 
 
 def test_a_session_posts_its_outcome_once_with_the_diagnosis_kept_on_it() -> None:

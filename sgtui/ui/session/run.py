@@ -65,6 +65,7 @@ class RunSession:
         self.unseen: str | None = None  # a change ("ready", "failed", "stalled") made while not in view
         self.log_rank: int | None = None  # the node the log view shows; None: all, with a node column
         self.stop_text = ""
+        self.in_view = False  # set by FollowedRuns: only the run in view posts its lines (the rest buffer)
         self.told = False
         self._skipped_told = 0  # whether the logs (or the host) have said anything about the outcome yet
         self.add_node(run)
@@ -162,7 +163,8 @@ class RunSession:
             by_rank.setdefault(rank, []).append(line)
         for rank, lines in by_rank.items():
             self.log.add(rank, lines)
-        self.post(m.LogLines(self.key, batch, skipped, self.log.total))
+        if self.in_view:  # a run out of view keeps its lines; the view refills from the buffer
+            self.post(m.LogLines(self.key, batch, skipped, self.log.total))
 
     def ended(self, rank: int, state: str) -> None:
         """A node's log is read to its end and its process is gone; `state` is the host's word."""
