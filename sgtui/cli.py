@@ -42,6 +42,8 @@ _SHORT_HELP = {
     "fit": "predict whether an SGLang launch fits in GPU memory, and why not",
     "explain": "read an SGLang log: startup timeline, the error and its root cause",
     "launch": "launch a profile headless; --watch follows it to ready or failure",
+    "runs": "list the runs sgtui launched on a target, newest first",
+    "stop": "stop one run: TERM its process group, then KILL; says what is left",
     "sim-host": "run the simulated GPU host as a standalone SSH server on 127.0.0.1",
 }
 

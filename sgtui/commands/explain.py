@@ -9,8 +9,9 @@ import json
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from sgtui.core.bounded import load_json
 from sgtui.core.errors import UserError
 
 HELP = "read an SGLang log: startup timeline, the error and its root cause"
@@ -47,12 +48,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_log(name: str) -> str:
-    """The log's text (undecodable bytes replaced); a missing or unreadable file is a UserError."""
+    """A small file's text (undecodable bytes replaced), for `--fit-json`; errors are UserErrors."""
     if name == "-":
         return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    with _open_log(name) as stream:
+        return stream.read().decode("utf-8", errors="replace")
+
+
+def _open_log(name: str) -> BinaryIO:
     path = Path(name).expanduser()
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        return path.open("rb")
     except FileNotFoundError:
         raise UserError(f"{name}: no such file; give the path of an SGLang log, or - to read stdin") from None
     except IsADirectoryError:
@@ -63,12 +69,25 @@ def read_log(name: str) -> str:
         raise UserError(f"{name}: cannot read it ({exc.strerror or exc})") from None
 
 
+def analyse_log(name: str) -> Any:
+    """The log through the one analysis path, streamed in bounded memory (`-` is standard input)."""
+    from sgtui.core.logs import classify_file
+
+    if name == "-":
+        return classify_file(sys.stdin.buffer)
+    with _open_log(name) as stream:
+        try:
+            return classify_file(stream)
+        except OSError as exc:
+            raise UserError(f"{name}: cannot read it ({exc.strerror or exc})") from None
+
+
 def _read_fit(name: str | None) -> dict[str, Any] | None:
     if name is None:
         return None
     text = read_log(name)
     try:
-        data = json.loads(text)
+        data = load_json(text, name)
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{name}, line {exc.lineno}: not JSON ({exc.msg}); pass the output of `sgtui fit --json`"
@@ -79,12 +98,10 @@ def _read_fit(name: str | None) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sgtui.core.diagnose import diagnose
-    from sgtui.core.logs import classify_text
+    from sgtui.core.logs import diagnose
 
-    text = read_log(args.logfile)
     fit = _read_fit(getattr(args, "fit_json", None))
-    analysis = classify_text(text)
+    analysis = analyse_log(args.logfile)
     diagnoses = diagnose(analysis, fit)
     if args.json:
         report = analysis.to_json()
@@ -92,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    sys.stdout.write(render(args.logfile, analysis, diagnoses))
+    sys.stdout.write(render(args.logfile, analysis, diagnoses))  # outside text is cleaned in render
     return 0
 
 
@@ -110,13 +127,17 @@ def _values_text(values: dict[str, Any]) -> str:
 
 def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
     """The human report: outcome, timeline with gaps, phase durations, facts, the error and its diagnosis."""
-    from sgtui.core.log_state import PHASE_LABELS
+    from sgtui.core.logs.prefix import strip_controls
+    from sgtui.core.logs.state import PHASE_LABELS
 
     out: list[str] = []
     error = analysis.error
     source = "standard input" if name == "-" else name
     out.append(f"{source}: {analysis.line_count} lines")
-    if error is not None:
+    if error is not None and error.error_class == "stalled":
+        where = PHASE_LABELS.get(error.phase, error.phase)
+        out.append(f"Outcome: STALLED while {where}: {error.text}")
+    elif error is not None:
         where = PHASE_LABELS.get(error.phase, error.phase)
         out.append(f"Outcome: FAILED ({error.error_class}) at line {error.line}, while {where}")
     else:
@@ -179,4 +200,5 @@ def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
             )
     for line, text in analysis.state.warnings:
         out.append(f"warning (line {line}): {text}")
-    return "\n".join(out) + "\n"
+    # every line may quote the log: no control character reaches the terminal (escape sequences, C1)
+    return "\n".join(strip_controls(line) for line in "\n".join(out).split("\n")) + "\n"

@@ -105,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
     n_gpus = _number("--gpus", args.gpus, integer=True)
     model = load_model_facts(_model_path(args, spec.model_path))
     notes = list(parsed.notes)
+    nnodes = int(parsed.values.get("--nnodes") or 1)
+    if nnodes > 1 and n_gpus is not None:  # TP across nodes: each GPU still holds 1/tp of the model
+        n_gpus = int(n_gpus) * nnodes
+        notes.append(f"--nnodes {nnodes}: --gpus counts one node's GPUs; the fit sizes {n_gpus} GPUs in all.")
     if args.gpu:
         gpu = parse_gpu(args.gpu)
     elif free_gib is not None:

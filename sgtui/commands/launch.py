@@ -1,9 +1,10 @@
-"""`sgtui launch PROFILE [--host H] [--watch] [--json-events]`: a headless, detached launch.
+"""`sgtui launch PROFILE [--host H] [--watch] [--json-events] [--stall-after S]`: a headless, detached launch.
 
-With --watch it follows the run's log through the classifier and prints each startup milestone as it
-appears (elapsed time and the values the line carried), then the diagnosis; exit 0 once the server is
-ready, 1 when the launch failed. A dropped connection is resumed from the last byte read (the tail does
-that), and the run's own status is polled so a server that dies without a word is noticed too.
+With --watch it follows the run's log through the one analysis path (core.logs: feed, process_exited,
+finish, check_stall) and prints each startup milestone as it appears (elapsed time and the values the line
+carried), then the diagnosis; exit 0 once the server is ready, 1 when the launch failed or stalled. A
+dropped connection is resumed from the last byte read (the tail does that), and the run's own status is
+polled so a server that dies without a word is noticed too.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stall-after",
         type=float,
         default=None,
-        help="with --watch on a multi-node profile: exit 1 when no node made progress for this many "
-        "seconds, naming the nodes and ranks that did not arrive",
+        metavar="S",
+        help="with --watch: a phase with no progress for S seconds is a stall (exit 1); default: scaled "
+        "per phase from what the log says (model size, TP, loading rate); on a multi-node profile the "
+        "stall names the nodes and ranks that did not arrive",
     )
 
 
@@ -142,7 +145,7 @@ async def launch(
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-    manager = RunManager(conn, target)
+    manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
         record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
@@ -154,7 +157,7 @@ async def launch(
         )
         if not watch:
             return 0
-        return await Watch(manager, record, printer, timeout).run()
+        return await Watch(manager, record, printer, timeout, stall_after).run()
     except RemoteError as exc:
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
@@ -173,11 +176,23 @@ async def ask_password(prompt: str) -> str | None:
         return None
 
 
+def phase_label(phase: str) -> str:
+    from sgtui.core.logs import PHASE_LABELS
+
+    return PHASE_LABELS.get(phase, phase)
+
+
 class Watch:
     """Follow one run to ready or failure: log chunks into the classifier, status polls on the side."""
 
     def __init__(
-        self, manager: RunManager, record: RunRecord, printer: Printer, timeout: float | None
+        self,
+        manager: RunManager,
+        record: RunRecord,
+        printer: Printer,
+        timeout: float | None,
+        stall_after: float | None = None,
+        clock: Any = time.monotonic,
     ) -> None:
         from sgtui.core.logs import LogClassifier
 
@@ -185,7 +200,7 @@ class Watch:
         self.record = record
         self.printer = printer
         self.timeout = timeout
-        self.classifier: LogClassifier = LogClassifier()
+        self.classifier: LogClassifier = LogClassifier(clock=clock, stall_after=stall_after)
         self.error_seen_at: float | None = None
         self.exit_code: int | None = None
         self.exited = False
@@ -202,6 +217,10 @@ class Watch:
                 done = self._verdict()
                 if done is not None:
                     return self._finish(done)
+                stall = self.classifier.check_stall()
+                if stall is not None:
+                    self._event(stall)
+                    return self._finish("stalled")
                 if deadline is not None and time.monotonic() > deadline:
                     self.printer.emit(
                         "timeout", f"gave up after {self.timeout:g} s: still {self.classifier.state.phase}"
@@ -252,13 +271,15 @@ class Watch:
             await self._read_rest()
             self.exited = True
             self.exit_code = status.rc
-            for event in self.classifier.process_exited(status.rc):
-                self._event(event)
+            for event in self.classifier.process_exited(status.rc) + self.classifier.finish():
+                self._event(event)  # the process is gone: its log has ended (a trailing traceback killed it)
 
     def _event(self, event: LogEvent) -> None:
         from sgtui.core.logs import MILESTONE_KINDS
 
-        if event.kind in MILESTONE_KINDS:
+        if event.kind == "stalled":
+            self.printer.emit("stalled", f"stalled: {event.text}", line=event.line, **event.values)
+        elif event.kind in MILESTONE_KINDS:
             values = " ".join(f"{k}={v}" for k, v in event.values.items())
             rank = f" [{event.rank}]" if event.rank else ""
             self.printer.emit(
@@ -286,17 +307,20 @@ class Watch:
     def _finish(self, verdict: str) -> int:
         from dataclasses import asdict
 
-        from sgtui.core.diagnose import diagnose
+        from sgtui.core.logs import diagnose
 
         analysis = self.classifier.analysis()
         error = analysis.error
         if error is not None:
             self.printer.emit(
                 "error",
-                f"error ({error.error_class}) at line {error.line}: {error.text.strip()[:300]}",
+                f"error ({error.error_class}) at line {error.line}, while {phase_label(error.phase)}: "
+                f"{error.text.strip()[:300]}",
                 error_class=error.error_class,
                 line=error.line,
                 text=error.text,
+                phase=error.phase,
+                error=error.to_json(),
             )
         for item in diagnose(analysis):
             lines = [f"diagnosis: {item.title}", *("  " + d for d in item.detail.splitlines() if d.strip())]
@@ -307,6 +331,15 @@ class Watch:
         if verdict == "ready":
             self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)
             return 0
+        if verdict == "stalled":
+            self.printer.emit(
+                "failed",
+                f"stalled: {error.text if error else ''} (log {self.record.log_path})",
+                error_class="stalled",
+                exit_code=self.exit_code,
+                log=self.record.log_path,
+            )
+            return 1
         self.printer.emit(
             "failed",
             f"failed: {error.error_class if error else 'the server exited'} (log {self.record.log_path})",

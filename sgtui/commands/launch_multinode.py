@@ -68,11 +68,11 @@ async def launch_multinode(
         try:
             records = await nodes.launch(addr, dump_profile(profile), on_launched=launched)
         except PartialLaunchError as exc:
-            printer.emit(
-                "error",
-                f"error: {exc} (started nodes keep running: sgtui stop {exc.records[0].id})",
-                message=str(exc),
+            started = exc.records[0].id if exc.records else None
+            hint = (
+                f" (the started nodes keep running: sgtui stop {started} --profile {path})" if started else ""
             )
+            printer.emit("error", f"error: {exc}{hint}", message=str(exc))
             return 1
         if not watch:
             return 0
@@ -85,13 +85,13 @@ async def launch_multinode(
 
 
 class NodeFollow:
-    """One node's log and process, followed: its own classifier."""
+    """One node's log and process, followed: its own classifier (the one analysis path)."""
 
-    def __init__(self, record: RunRecord) -> None:
+    def __init__(self, record: RunRecord, stall_after: float | None) -> None:
         from sgtui.core.logs import LogClassifier
 
         self.record = record
-        self.classifier: LogClassifier = LogClassifier()
+        self.classifier: LogClassifier = LogClassifier(clock=time.monotonic, stall_after=stall_after)
         self.offset = 0
         self.exited = False
         self.exit_code: int | None = None
@@ -120,7 +120,7 @@ class MultiWatch:
         self.printer = printer
         self.timeout = timeout
         self.addr = dist_init_addr
-        self.follows = [NodeFollow(r) for r in sorted(records, key=lambda r: r.node_rank or 0)]
+        self.follows = [NodeFollow(r, stall_after) for r in sorted(records, key=lambda r: r.node_rank or 0)]
         spec = nodes.profile.spec
         now = time.monotonic()
         n = len(self.follows)
@@ -140,7 +140,7 @@ class MultiWatch:
                 verdict = self._verdict()
                 if verdict is not None:
                     return self._finish(*verdict)
-                stall = self.cross.check(time.monotonic())
+                stall = self._stall()
                 if stall is not None:
                     return await self._stalled(stall)
                 if deadline is not None and time.monotonic() > deadline:
@@ -155,6 +155,25 @@ class MultiWatch:
             for tail in tails:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await tail
+
+    def _stall(self) -> CrossStall | None:
+        """A stall once every node sat still for `--stall-after` s (CrossNode), or once a node's own
+        classifier calls its phase stalled (its per-phase expected time): then which nodes are behind."""
+        from sgtui.core.node_progress import CrossStall
+
+        now = time.monotonic()
+        crossed = self.cross.check(now)
+        if crossed is not None:
+            return crossed
+        for f in self.follows:
+            if f.rank > 0 and self.cross.node(f.rank).worker_done:
+                continue  # a worker node says nothing more once its schedulers are up: that is no stall
+            event = f.classifier.check_stall(now)
+            if event is not None:
+                behind = self.cross.lagging()
+                phase = behind[0].phase if behind else self.cross.common_phase()
+                return CrossStall(phase, self.cross.idle_for(now), behind)
+        return None
 
     async def _follow(self, f: NodeFollow) -> None:
         manager = self.nodes.manager_for(f.record)
@@ -191,8 +210,8 @@ class MultiWatch:
                 self._feed(f, "\n".join(rest.lines) + "\n")
         f.exited = True
         f.exit_code = status.rc
-        for event in f.classifier.process_exited(status.rc):
-            self._event(f, event)
+        for event in f.classifier.process_exited(status.rc) + f.classifier.finish():
+            self._event(f, event)  # the process is gone: its log has ended
 
     def _event(self, f: NodeFollow, event: LogEvent) -> None:
         from sgtui.core.logs import MILESTONE_KINDS
@@ -233,7 +252,7 @@ class MultiWatch:
     def _finish(self, verdict: str, failed: NodeFollow | None) -> int:
         from dataclasses import asdict
 
-        from sgtui.core.diagnose import diagnose
+        from sgtui.core.logs import diagnose
 
         if verdict == "ready":
             head = self.follows[0].record

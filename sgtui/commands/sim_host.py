@@ -37,7 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         help="serve this many simulated hosts, named sim, sim-2, ..., each on its own address 127.0.0.N "
-        "(with --port P: ports P, P+1, ...); two or more also write the multinode-demo profile",
+        "(each listening on --port there); two or more also write the multinode-demo profile",
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="with --hosts: delay each SSH login by this much, like hosts across a network (benchmarks)",
     )
 
 
@@ -69,9 +75,11 @@ def run(args: argparse.Namespace) -> int:
     if args.hosts > 1:
         if args.name != "sim":
             raise UserError("--name: a simulated fleet (--hosts 2 or more) is always named sim, sim-2, ...")
-        if args.port and args.port + args.hosts - 1 > 65535:
-            raise UserError(f"--port {args.port}: ports {args.port}..{args.port + args.hosts - 1} do not fit")
-        return asyncio.run(_serve_fleet(scenario, args.hosts, args.port, target_dir, speed))
+        if args.latency_ms < 0:
+            raise UserError(f"--latency-ms {args.latency_ms:g}: give 0 or more milliseconds")
+        return asyncio.run(
+            _serve_fleet(scenario, args.hosts, args.port, target_dir, speed, args.latency_ms / 1000)
+        )
     return asyncio.run(_serve(scenario, args.port, target_dir, speed, args.name))
 
 
@@ -115,7 +123,9 @@ async def _serve(scenario: object, port: int, config_dir: object, speed: float, 
     return 0
 
 
-async def _serve_fleet(scenario: object, count: int, port: int, config_dir: object, speed: float) -> int:
+async def _serve_fleet(
+    scenario: object, count: int, port: int, config_dir: object, speed: float, latency_s: float = 0.0
+) -> int:
     import asyncio
     import signal
     from pathlib import Path
@@ -125,7 +135,7 @@ async def _serve_fleet(scenario: object, count: int, port: int, config_dir: obje
     from sgtui.sim.scenarios import Scenario
 
     assert isinstance(scenario, Scenario) and isinstance(config_dir, Path)
-    fleet = SimFleet(count, scenario, speed=speed, base_port=port)
+    fleet = SimFleet(count, scenario, speed=speed, base_port=port, latency_s=latency_s)
     try:
         await fleet.start()
     except OSError as exc:

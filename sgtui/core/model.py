@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sgtui.core.bounded import BoundedInputError, load_json
 from sgtui.core.errors import UserError
 
 CONTEXT_LENGTH_KEYS = (
@@ -700,7 +701,9 @@ def _read_json(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read it ({exc})") from None
     try:
-        return json.loads(text)
+        return load_json(text, str(path))
+    except BoundedInputError as exc:
+        raise ModelError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"{path}: line {exc.lineno}, column {exc.colno}: bad JSON ({exc.msg})") from None
 
@@ -715,9 +718,11 @@ def safetensors_header_bytes(path: Path) -> int:
             (n,) = struct.unpack("<Q", raw_len)
             if n > 100 * 2**20:
                 raise ModelError(f"{path}: safetensors header claims {n} bytes; the file looks corrupt")
-            header = json.loads(fh.read(n))
+            header = load_json(fh.read(n), str(path), max_bytes=n)
     except OSError as exc:
         raise ModelError(f"{path}: cannot read it ({exc})") from None
+    except BoundedInputError as exc:
+        raise ModelError(str(exc)) from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise ModelError(
             f"{path}: the safetensors header is not valid JSON; the file looks corrupt"

@@ -38,6 +38,22 @@ _WAITING_FOR = {
 }
 
 
+# The phase a node is in once it printed this milestone (and nothing later).
+_AFTER = {
+    "server_args": "starting",
+    "init_torch_distributed": "distributed_init",
+    "load_weight_begin": "loading_weights",
+    "load_weight_end": "allocating_pools",
+    "mamba_cache_allocated": "allocating_pools",
+    "swa_pool": "allocating_pools",
+    "kv_cache_allocated": "allocating_pools",
+    "memory_pool_end": "allocating_pools",
+    "cuda_graph_begin": "capturing_graphs",
+    "cuda_graph_end": "capturing_graphs",
+    "max_total_num_tokens": "serving",
+}
+
+
 def tp_tags(rank: int, nnodes: int, tp_size: int) -> list[str]:
     """The rank tags node `rank` prints (SGLang: TP ranks node_rank*tp/nnodes ...; none when tp is 1)."""
     per = max(tp_size // max(nnodes, 1), 1)
@@ -143,15 +159,12 @@ class CrossNode:
         return []
 
     def common_phase(self) -> str:
-        """Where every node waits when none is ahead: the phase before the first milestone nobody printed."""
+        """Where every node waits when none is ahead: the phase after the last milestone all printed."""
+        last = None
         for kind in MILESTONE_KINDS:
-            if kind in HEAD_ONLY:
-                continue
-            if not all(n.has(kind) for n in self.nodes):
-                return _WAITING_FOR.get(kind, "starting")
-            if kind == "init_torch_distributed" and not all(n.has("load_weight_begin") for n in self.nodes):
-                return "distributed_init"
-        return "serving"
+            if kind not in HEAD_ONLY and all(n.has(kind) for n in self.nodes):
+                last = kind
+        return "starting" if last is None else _AFTER.get(last, "serving")
 
     def check(self, now: float) -> CrossStall | None:
         """A stall once no node moved for `stall_after` seconds; None before that (or without a limit)."""

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from sgtui.core.bounded import short_repr
+
 if TYPE_CHECKING:
     from sgtui.core.profiles import Target, _Checker
 
@@ -89,7 +91,9 @@ def check_nodes(
         else:
             ok, host = _construct(loader, parts["host"][1], checker, f"{where}.host")
             if ok and (not isinstance(host, str) or not host.strip()):
-                checker.add(parts["host"][1], f"{where}.host", f"must be a host alias, not {host!r}")
+                checker.add(
+                    parts["host"][1], f"{where}.host", f"must be a host alias, not {short_repr(host)}"
+                )
                 host = None
         target = _check_target(parts.get("target"), loader, checker, f"{where}.target")
         env = _check_env(parts.get("env"), loader, checker, f"{where}.env")
@@ -131,8 +135,8 @@ def check_dist_init_addr(
         checker.add(
             node,
             "dist_init_addr",
-            f"{value!r} is not HOST:PORT (e.g. 10.0.0.1:5000); leave it out to use node 0's address and a "
-            "free port",
+            f"{short_repr(value)} is not HOST:PORT (e.g. 10.0.0.1:5000); leave it out to use node 0's "
+            "address and a free port",
         )
         return None
     return value.strip()

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from sgtui.core.bounded import BoundedInputError, short_repr
 from sgtui.core.errors import UserError
 from sgtui.core.flags import (
     FlagError,
@@ -39,10 +40,11 @@ from sgtui.core.profile_nodes import (
     managed_flag_message,
     node_flags,
 )
+from sgtui.core.yamlsafe import yaml_loader
 
 TARGET_KINDS = ("host", "pct", "docker")
 REQUIRED_KEYS = ("name", "host", "python", "sglang")
-OPTIONAL_KEYS = ("target", "env", "gpus", "sglang_version", "nodes", "dist_init_addr")
+OPTIONAL_KEYS = ("target", "env", "gpus", "sglang_version", "runs_dir", "nodes", "dist_init_addr")
 KEY_ORDER = (
     "name",
     "host",
@@ -53,6 +55,7 @@ KEY_ORDER = (
     "sglang_version",
     "env",
     "gpus",
+    "runs_dir",
     "sglang",
 )
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -78,6 +81,7 @@ class Profile:
     gpus: list[int] | None = None
     sglang_version: str | None = None
     source: Path | None = None
+    runs_dir: str | None = None  # where on the target its runs live; None: hosts.yaml's, else the default
     # multi-node: node rank = position; `host`/`target` above are node 0's
     nodes: list[Node] | None = None
     dist_init_addr: str | None = None
@@ -147,7 +151,11 @@ class _Checker:
 
 
 def _compose(text: str, checker: _Checker) -> tuple[yaml.SafeLoader, yaml.Node | None]:
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml_loader(text, checker.file)
+    except BoundedInputError as err:
+        checker.problems.append(Problem(checker.file, None, None, str(err).removeprefix(f"{checker.file}: ")))
+        return yaml.SafeLoader(""), None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as err:
@@ -233,7 +241,7 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
         if not ok:
             return None
         if not isinstance(value, str) or not value.strip():
-            checker.add(node, key, f"must be a non-empty text value, not {value!r}")
+            checker.add(node, key, f"must be a non-empty text value, not {short_repr(value)}")
             return None
         return value
 
@@ -242,7 +250,16 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
     python = text_value("python")
     if python is not None and not python.startswith("/"):
         checker.add(
-            nodes["python"][1], "python", f"{python!r} is not an absolute path (e.g. /opt/sglang/bin/python)"
+            nodes["python"][1],
+            "python",
+            f"{short_repr(python)} is not an absolute path (e.g. /opt/sglang/bin/python)",
+        )
+    runs_dir = text_value("runs_dir")
+    if runs_dir is not None and (not runs_dir.startswith("/") or "\x00" in runs_dir):
+        checker.add(
+            nodes["runs_dir"][1],
+            "runs_dir",
+            f"{runs_dir!r} is not an absolute path on the target (e.g. /data/me/sgtui-runs)",
         )
 
     version = _check_version(nodes, loader, checker)
@@ -284,6 +301,7 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
         gpus=gpus,
         sglang_version=version,
         source=Path(path) if isinstance(path, Path) or file != "<profile>" else None,
+        runs_dir=runs_dir,
     )
 
 
@@ -333,7 +351,7 @@ def _check_target(
             parts[key_node.value] = (value_node, value)
     kind_node, kind = parts.get("kind", (node, None))
     if kind not in TARGET_KINDS:
-        given = "missing" if "kind" not in parts else f"{kind!r} is not a target kind"
+        given = "missing" if "kind" not in parts else f"{short_repr(kind)} is not a target kind"
         checker.add(kind_node, f"{where}.kind", f"{given}; use one of {', '.join(TARGET_KINDS)}")
         return None
     id_node, target_id = parts.get("id", (node, None))
@@ -346,14 +364,14 @@ def _check_target(
         if isinstance(target_id, str) and target_id.strip().isdigit():
             target_id = int(target_id)
         if isinstance(target_id, bool) or not isinstance(target_id, int) or target_id <= 0:
-            what = "missing" if target_id is None else f"{target_id!r} is not a container number"
+            what = "missing" if target_id is None else f"{short_repr(target_id)} is not a container number"
             checker.add(
                 id_node, f"{where}.id", f"{what}; a pct target needs the LXC's numeric VMID (e.g. 129)"
             )
             return None
         return Target("pct", target_id)
     if not isinstance(target_id, (str, int)) or isinstance(target_id, bool) or not str(target_id).strip():
-        what = "missing" if target_id is None else f"{target_id!r} is not a container name"
+        what = "missing" if target_id is None else f"{short_repr(target_id)} is not a container name"
         checker.add(id_node, f"{where}.id", f"{what}; a docker target needs the container's name or id")
         return None
     return Target("docker", str(target_id))
@@ -415,7 +433,7 @@ def _check_gpus(
         if isinstance(item, str) and item.isdigit():
             item = int(item)
         if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-            checker.add(node, "gpus", f"{item!r} is not a GPU index (0, 1, ...)")
+            checker.add(node, "gpus", f"{short_repr(item)} is not a GPU index (0, 1, ...)")
             return None
         if item in gpus:
             checker.add(node, "gpus", f"GPU {item} is listed twice")
@@ -522,6 +540,8 @@ def dump_profile(profile: Profile) -> str:
         doc["env"] = dict(profile.env)
     if profile.gpus is not None:
         doc["gpus"] = list(profile.gpus)
+    if profile.runs_dir is not None:
+        doc["runs_dir"] = profile.runs_dir
     doc["sglang"] = to_config_mapping(profile.sglang, profile.sglang_version)
     return yaml.dump(doc, Dumper=_ProfileDumper, sort_keys=False, allow_unicode=True, width=110)
 

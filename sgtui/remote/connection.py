@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import logging
 import os
 import re
@@ -193,7 +194,13 @@ def _known_hosts_paths(host: HostConfig, user_known_hosts: Path | None) -> list[
 
 def _load_known_hosts(paths: Sequence[Path]) -> asyncssh.SSHKnownHosts:
     """All entries of the known_hosts files; a malformed line is skipped (as OpenSSH does), not fatal."""
-    text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
+    return _parse_known_hosts("\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths))
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_known_hosts(text: str) -> asyncssh.SSHKnownHosts:
+    """Parsed once per distinct file content: with a fleet of N hosts the file has N lines, and parsing
+    it for every connection made connecting all of them cost O(N^2) key imports (read-only afterwards)."""
     try:
         return asyncssh.import_known_hosts(text)
     except ValueError:

@@ -10,6 +10,7 @@ means here what it means to `ssh`. hosts.yaml (in the config dir) adds or overri
       identity_file: ~/.ssh/id_ed25519
       proxy_jump: bastion
       known_hosts: ~/.ssh/known_hosts_lab
+      runs_dir: /data/me/sgtui-runs   # default: ~/.local/state/sgtui/runs of the login user, on the target
     here:
       local: true            # run on this machine, no SSH
 """
@@ -27,11 +28,13 @@ from typing import Any
 import yaml
 
 from sgtui.core import paths
+from sgtui.core.bounded import BoundedInputError, short_repr
 from sgtui.core.errors import UserError
+from sgtui.core.yamlsafe import NoAliasLoader, compose_yaml
 
 HOSTS_FILE = "hosts.yaml"
 KNOWN_HOSTS_FILE = "known_hosts"
-_HOST_KEYS = {"hostname", "port", "user", "identity_file", "proxy_jump", "known_hosts", "local"}
+_HOST_KEYS = {"hostname", "port", "user", "identity_file", "proxy_jump", "known_hosts", "local", "runs_dir"}
 
 
 class HostsFileError(UserError):
@@ -51,6 +54,7 @@ class HostConfig:
     known_hosts: tuple[str, ...] = ()
     local: bool = False
     source: str = "hosts.yaml"
+    runs_dir: str | None = None  # None: the target user's own default (see sgtui.core.runscripts)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -139,10 +143,12 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
     """Parse hosts.yaml; every problem is reported at once with its line."""
     try:
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        node = compose_yaml(text, str(path))
+        data = yaml.load(text, Loader=NoAliasLoader)
     except (OSError, UnicodeDecodeError) as exc:
         raise HostsFileError(f"{path}: cannot read: {exc}") from None
+    except BoundedInputError as exc:
+        raise HostsFileError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise HostsFileError(f"{path}: not valid YAML: {exc}") from None
     if data is None:
@@ -153,7 +159,7 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
     problems: list[str] = []
     hosts: dict[str, HostConfig] = {}
     for name, entry in data.items():
-        where = f"{path}:{lines.get(str(name), '?')}: host {name!r}"
+        where = f"{path}:{lines.get(str(name), '?')}: host {short_repr(name)}"
         if entry is None:
             entry = {}
         if not isinstance(entry, dict):
@@ -166,8 +172,17 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
             )
         port = entry.get("port")
         if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
-            problems.append(f"{where}: port must be a number 1-65535, got {port!r}")
+            problems.append(f"{where}: port must be a number 1-65535, got {short_repr(port)}")
             port = None
+        runs_dir = entry.get("runs_dir")
+        if runs_dir is not None and (
+            not isinstance(runs_dir, str) or not runs_dir.startswith("/") or "\x00" in runs_dir
+        ):
+            problems.append(
+                f"{where}: runs_dir must be an absolute path on the target (e.g. /data/me/sgtui-runs), "
+                f"got {runs_dir!r}"
+            )
+            runs_dir = None
         prior = (base or {}).get(str(name))
         ident = entry.get("identity_file")
         idents = (ident,) if isinstance(ident, str) else tuple(ident or ())
@@ -187,6 +202,7 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
             + (prior.known_hosts if prior else ()),
             local=bool(entry.get("local", False)),
             source=str(path),
+            runs_dir=runs_dir or (prior.runs_dir if prior else None),
         )
     if problems:
         raise HostsFileError("; ".join(problems))

@@ -94,7 +94,9 @@ class MultiNode:
         for rank, node in enumerate(profile.nodes):
             conn = pool.get(node.host)
             target = Target.from_mapping({"kind": node.target.kind, "id": node.target.id})
-            manager = RunManager(conn, target) if runs_dir is None else RunManager(conn, target, runs_dir)
+            config = pool.hosts.get(node.host)
+            where = runs_dir or profile.runs_dir or (config.runs_dir if config is not None else None)
+            manager = RunManager(conn, target, where)
             self.nodes.append(NodeRun(rank, node.host, target, conn, manager))
 
     @property
@@ -235,6 +237,33 @@ class MultiNode:
                 )
             )
         )
+
+    async def restart(
+        self,
+        records: Sequence[RunRecord],
+        profile_yaml: str | None,
+        *,
+        grace: float = 10.0,
+        gpu_timeout: float = 60.0,
+        on_launched: Callable[[RunRecord], None] | None = None,
+    ) -> list[RunRecord]:
+        """Stop every node (workers first), wait until every node's GPUs are free, check again, launch
+        anew (node 0 first) under a new run id. Raises RemoteError (or GpusBusyError naming the host)
+        before launching anything when a node is not clean."""
+        for record, result in await self.stop(records, grace):
+            if isinstance(result, BaseException):
+                raise result if isinstance(result, RemoteError) else RemoteError(str(result))
+            if not result.clean:
+                raise RemoteError(
+                    f"node {record.node_rank} ({record.host}): run {record.id} left processes behind; "
+                    "not relaunching"
+                )
+        await self.wait_gpus_free(records, gpu_timeout)
+        addr = await self.dist_init_addr()
+        problems = await self.precheck(addr)
+        if problems:
+            raise RemoteError("; ".join(str(p) for p in problems))
+        return await self.launch(addr, profile_yaml, on_launched)
 
 
 class PartialLaunchError(RemoteError):

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Sequence
 
 from sgtui.core import shell
+from sgtui.core.bounded import short_repr
 from sgtui.core.profile_nodes import format_address, parse_address
 from sgtui.remote.connection import RemoteError
 from sgtui.remote.gpu import GpuSampler
@@ -132,7 +133,7 @@ async def _port(mn: MultiNode, dist_init_addr: str) -> list[NodeProblem]:
     parsed = parse_address(dist_init_addr)
     head = mn.head
     if parsed is None:
-        return [_problem(head, f"dist-init address {dist_init_addr!r} is not HOST:PORT")]
+        return [_problem(head, f"dist-init address {short_repr(dist_init_addr)} is not HOST:PORT")]
     host, port = parsed
     listener = head.target.command(
         [mn.profile.python, "-c", _LISTENER, str(port), str(len(mn.workers)), str(LISTEN_S)]

@@ -71,6 +71,13 @@ class RunRecord:
     def log_path(self) -> str:
         return f"{self.run_dir}/{LOG_NAME}"
 
+    @property
+    def key(self) -> str:
+        """The run's name on its target (run dir and SGTUI_RUN_ID): the id, plus `.nodeN` for a node of a
+        multi-node run, so nodes sharing a home directory or a machine never take each other's files or
+        processes for their own."""
+        return self.run_dir.rsplit("/", 1)[-1]
+
     def to_json(self) -> dict[str, Any]:
         """Everything but the env values (they may be secrets): names only, under `env_names`."""
         data = asdict(self)
@@ -313,8 +320,10 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
         argv, env, gpus = [], {}, []
         reasons.append("its command.json is damaged")
     node_rank = _int(cmd.get("node_rank"))
+    shared = cmd.get("run_id")  # a node of a multi-node run: the id all its nodes share
+    run_id = shared if isinstance(shared, str) and node_name(shared, node_rank) == name else name
     return RunRecord(
-        id=name,
+        id=run_id,
         host=host,
         target=target,
         run_dir=f"{runs_dir}/{name}",
@@ -325,11 +334,16 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
         pgid=pgid,
         start=start,
         boot=boot,
-        started_at=started_at(name),
+        started_at=started_at(run_id),
         user=owner,
         node_rank=node_rank,
         foreign="; ".join(dict.fromkeys(reasons)) or None,
     )
+
+
+def node_name(run_id: str, node_rank: int | None) -> str:
+    """The run dir name of one node of a run (`ID.nodeN`), or the id itself for a single-node run."""
+    return run_id if node_rank is None else f"{run_id}.node{node_rank}"
 
 
 def checked_ids(meta: Mapping[str, Any]) -> tuple[int, int, int | None, str]:

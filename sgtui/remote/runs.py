@@ -34,6 +34,7 @@ from sgtui.remote.run_records import (
     StopResult,
     checked_ids,
     left_from_marker,
+    node_name,
     parse_run_listing,
     preview_from_marker,
     status_from_marker,
@@ -115,7 +116,7 @@ class RunManager:
             raise RunError(explain_failure(self.host, self.target, result, doing))
         return marker, result
 
-    def _refuse(self, run: RunRecord, doing: str) -> None:
+    def refuse(self, run: RunRecord, doing: str) -> None:
         """Raise ForeignRunError unless `run` is one this user may act on."""
         why = run.foreign
         if why is None and run.start is None:
@@ -148,19 +149,21 @@ class RunManager:
             "target": {"kind": self.target.kind, "id": self.target.id},
             "host": self.host,
         }
+        name = node_name(run_id, node_rank)
         if node_rank is not None:
             command["node_rank"] = node_rank
+            command["run_id"] = run_id
         files = {"command.json": json.dumps(command, ensure_ascii=False) + "\n"}
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
-        script = runscripts.detach_script(self.runs_dir, run_id, argv, env, log_name=LOG_NAME, files=files)
+        script = runscripts.detach_script(self.runs_dir, name, argv, env, log_name=LOG_NAME, files=files)
         marker, result = await self._script(script, "launch the server")
         if "error" in marker:
-            raise RunError(self._launch_failure(marker, run_id, argv, result))
+            raise RunError(self._launch_failure(marker, name, argv, result))
         run_dir = str(marker.get("run_dir") or "")
         try:
             pid, pgid, start, boot = checked_ids(marker)
-            expected = f"{self.runs_dir}/{run_id}" if self.runs_dir else f"/sgtui/runs/{run_id}"
+            expected = f"{self.runs_dir}/{name}" if self.runs_dir else f"/sgtui/runs/{name}"
             if not run_dir.startswith("/") or not run_dir.endswith(expected):
                 raise shell.ShellError(f"run dir {run_dir!r} is not {expected}")
         except (shell.ShellError, KeyError) as exc:
@@ -250,9 +253,9 @@ class RunManager:
     async def preview(self, run: RunRecord) -> StopPreview:
         """What a stop of `run` would hit: its group leader's owner, age and command line next to the
         recorded argv (with a warning when they differ), and how many of its processes left the group."""
-        self._refuse(run, "preview a stop of")
+        self.refuse(run, "preview a stop of")
         marker, _ = await self._script(
-            runscripts.preview_script(run.pgid, run.start, run.boot, run_dir=run.run_dir, run_id=run.id),
+            runscripts.preview_script(run.pgid, run.start, run.boot, run_dir=run.run_dir, run_id=run.key),
             f"look at run {run.id}",
         )
         if marker.get("result") == "foreign":
@@ -280,10 +283,10 @@ class RunManager:
         ForeignRunError for a record that is not ours (checked again on the target). `StopResult.left`
         names the run's processes still alive outside its group.
         """
-        self._refuse(run, "stop")
+        self.refuse(run, "stop")
         t0 = time.monotonic()
         script = runscripts.stop_script(
-            run.pgid, run.start, run.boot, grace, run_dir=run.run_dir, run_id=run.id
+            run.pgid, run.start, run.boot, grace, run_dir=run.run_dir, run_id=run.key
         )
         lines: list[str] = []
         try:
@@ -326,7 +329,7 @@ class RunManager:
     async def tail(self, run: RunRecord, offset: int = 0) -> AsyncIterator[LogChunk]:
         """Follow the run's log from byte `offset` (0 = the beginning), resuming after disconnects."""
         if run.foreign is not None:
-            self._refuse(run, "follow")
+            self.refuse(run, "follow")
         async for chunk in follow(self.conn, run.log_path, target=self.target, offset=offset):
             yield chunk
 
@@ -334,7 +337,7 @@ class RunManager:
         """The log after `offset` including a final line without a newline (for a run that has ended:
         `tail` only delivers complete lines)."""
         if run.foreign is not None:
-            self._refuse(run, "read")
+            self.refuse(run, "read")
         return await read_rest(self.conn, run.log_path, target=self.target, offset=offset)
 
     async def wait_gpus_free(

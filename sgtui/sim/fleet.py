@@ -4,8 +4,9 @@ Each host is a whole `SimHost` (its own GPUs, containers, state dir and SSH serv
 address, 127.0.0.N for host N, so that a port one host listens on is reachable at that host's address only,
 as between real machines (Linux routes all of 127/8 to the loopback device). Where those addresses cannot
 be bound, every host shares 127.0.0.1 and differs by port only (multi-node launches then need distinct
-ports per node). They are named `sim`, `sim-2`, ..., `sim-K`, share one client key, and `write_config`
-registers all of them and writes the `multinode-demo` profile spanning `sim` and `sim-2`.
+ports per node). A `base_port` is every host's SSH port on its own address (or P, P+1, ... on a shared
+one). They are named `sim`, `sim-2`, ..., `sim-K`, share one client key, and `write_config` registers all
+of them and writes the `multinode-demo` profile spanning `sim` and `sim-2`.
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ class SimFleet:
         speed: float = 1.0,
         base_port: int = 0,
         max_sessions: int | None = None,
+        latency_s: float = 0.0,
     ) -> None:
+        """`latency_s` delays each SSH login on every host by that long: the round trips of a host across
+        a network, for benchmarks (loopback handshakes are pure CPU)."""
         if not 1 <= count <= MAX_HOSTS:
             raise ValueError(f"a simulated fleet has 1 to {MAX_HOSTS} hosts, not {count}")
         self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
@@ -60,7 +64,8 @@ class SimFleet:
         self.hosts: list[SimHost] = []
         for number in range(1, count + 1):
             address = f"127.0.0.{number}" if own_addresses else "127.0.0.1"
-            port = base_port + number - 1 if base_port else 0
+            # own addresses: every host may listen on the same port; a shared address needs one port each
+            port = base_port if own_addresses or not base_port else base_port + number - 1
             self.hosts.append(
                 SimHost(
                     self.scenario.for_host(number),
@@ -72,6 +77,7 @@ class SimFleet:
                     client_key=key,
                 )
             )
+            self.hosts[-1].server.login_delay = latency_s
 
     def __iter__(self) -> Iterator[SimHost]:
         return iter(self.hosts)

@@ -22,6 +22,7 @@ import asyncssh
 import yaml
 
 from sgtui.sim.install import host_env, install
+from sgtui.sim.ports import PortMap
 from sgtui.sim.scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
 from sgtui.sim.sshserver import SimSSHServer
 from sgtui.sim.state import StateStore, proc_start_time
@@ -70,6 +71,7 @@ class SimHost:
             cwd=self.state_dir / "root",
             max_sessions=max_sessions,
             client_key=client_key,
+            port_map=PortMap(self.state_dir).lookup,
         )
         if host != "127.0.0.1":
             self.server.loopback_alias = host
@@ -91,8 +93,8 @@ class SimHost:
         return self.server.known_hosts_line()
 
     async def start(self) -> SimHost:
-        for port in self.scenario.busy_ports:
-            sock = _hold_port(port, self.host)
+        for port in self.scenario.busy_ports:  # held on the sim's own port for it: a clash only in here
+            sock = _hold_port(PortMap(self.state_dir).resolve(port), self.host)
             if sock is not None:
                 self._busy.append(sock)
         await self.server.start()

@@ -192,6 +192,14 @@ RTX_PRO_6000 = Scenario(
     },
 )
 
+H100_MIB = 81559
+
+H100X8 = Scenario(
+    name="h100x8",
+    description="A bare host with 8x H100 80GB and no containers (the fleet benchmark's hosts).",
+    gpus=tuple(SimGpu("NVIDIA H100 80GB HBM3", H100_MIB) for _ in range(8)),
+)
+
 MULTINODE_PROFILE = "multinode-demo"
 
 
@@ -231,6 +239,7 @@ SCENARIOS: dict[str, Scenario] = {
     for s in (
         PROXMOX_A6000,
         RTX_PRO_6000,
+        H100X8,
         replace(
             PROXMOX_A6000,
             name="port-in-use",

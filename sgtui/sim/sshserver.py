@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -193,7 +193,9 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
         if self.conn is not None:
             self._server._conns.discard(self.conn)
 
-    def begin_auth(self, username: str) -> bool:
+    def begin_auth(self, username: str) -> bool | Awaitable[bool]:
+        if self._server.login_delay > 0:  # a host across a network: the handshake's round trips, lumped
+            return _after(self._server.login_delay, True)
         return True
 
     def public_key_auth_supported(self) -> bool:
@@ -224,17 +226,46 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
         self.sessions += 1
         return _ExecSession(self._server, self)
 
-    def connection_requested(
-        self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
-    ) -> bool | asyncssh.SSHTCPSession[bytes]:
-        """direct-tcpip to loopback only: enough for the health probe, nothing more. On a fleet host with
-        its own address, "127.0.0.1" means that address (its own loopback), as sshd on that machine."""
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> Any:
+        """direct-tcpip to loopback only: enough for the health probe, nothing more. With a port map
+        (a SimHost), a port its servers were asked to use leads to the sim's own port for it. On a fleet
+        host with its own address, "127.0.0.1" means that address (its own loopback), as sshd there."""
         if not self._server.allow_tcp_forwarding:  # what sshd answers under `AllowTcpForwarding no`
             raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "open failed")
+        if not (dest_host in _LOOPBACK or dest_host.startswith("127.")):
+            return False
         alias = self._server.loopback_alias
-        if alias and dest_host in _LOOPBACK and self.conn is not None:
-            return self.conn.forward_connection(alias, dest_port)  # type: ignore[no-any-return]
-        return dest_host in _LOOPBACK or dest_host.startswith("127.")
+        host = alias if alias and dest_host in _LOOPBACK else dest_host
+        mapped = self._server.port_map(dest_port) if self._server.port_map is not None else None
+        port = dest_port if mapped is None else mapped
+        if host == dest_host and port == dest_port:
+            return True
+        return _forward_to(host, port)
+
+
+def _forward_to(host: str, port: int) -> Callable[[asyncssh.SSHReader, asyncssh.SSHWriter], Awaitable[None]]:
+    """A direct-tcpip handler that pipes the channel to host:port (the sim's own port)."""
+
+    async def handler(reader: asyncssh.SSHReader, writer: asyncssh.SSHWriter) -> None:  # type: ignore[type-arg]
+        try:
+            up_reader, up_writer = await asyncio.open_connection(host, port)
+        except OSError:
+            writer.close()
+            return
+
+        async def pump(src: Any, dst: Any) -> None:
+            with contextlib.suppress(Exception):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            with contextlib.suppress(Exception):
+                dst.write_eof()
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+        up_writer.close()
+        writer.close()
+
+    return handler
 
 
 class SimSSHServer:
@@ -261,6 +292,7 @@ class SimSSHServer:
         allow_tcp_forwarding: bool = True,
         host_key: asyncssh.SSHKey | None = None,
         client_key: asyncssh.SSHKey | None = None,
+        port_map: Callable[[int], int | None] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -274,6 +306,8 @@ class SimSSHServer:
         self.allow_tcp_forwarding = allow_tcp_forwarding
         self.kbdint_only = kbdint_only  # ask the password through keyboard-interactive, as PAM setups do
         self.loopback_alias: str | None = None  # a fleet host's own address, which its "127.0.0.1" means
+        self.login_delay = 0.0  # seconds each login waits before auth (network latency, for benchmarks)
+        self.port_map = port_map
         self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
         self.client_key = client_key or asyncssh.generate_private_key("ssh-ed25519")
         self._acceptor: asyncssh.SSHAcceptor | None = None
@@ -343,6 +377,11 @@ class SimSSHServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _after(seconds: float, value: bool) -> bool:
+    await asyncio.sleep(seconds)
+    return value
 
 
 def _default_env() -> dict[str, str]:

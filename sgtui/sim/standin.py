@@ -42,6 +42,7 @@ from sgtui.sim.plan import (
     server_arg_notes,
     shard_count,
 )
+from sgtui.sim.ports import PortMap
 from sgtui.sim.state import StateStore, gpu_rows, mark_exited, proc_start_time, set_holding
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ class StandIn:
             return self.crash("pool", exception_text(str(report["error"]), "RuntimeError"))
         pools = PoolPlan.from_report(report, facts, spec)
         if not logfmt.is_new(version):
-            log.line(logfmt.kv_dtype_line(dtype), 0)
+            log.line(logfmt.kv_dtype_line(dtype), ranks[0].index)
         if pools.mamba is not None:
             size, conv, ssm, iss, icw = pools.mamba
             log.ranks(ranks, lambda r: logfmt.mamba_line(size, conv, ssm, iss, icw))
@@ -414,7 +415,8 @@ class StandIn:
         """A node of rank >= 1 runs no tokenizer or HTTP API: SGLang starts a silent /health server
         (uvicorn at log level warning) and waits on its schedulers, printing nothing more."""
         with contextlib.suppress(OSError):
-            self.http = make_http_server(port, lambda line: None, self.version, "", {})
+            own_port = PortMap(self.store.dir).resolve(port)  # the sim's own port, as for node 0
+            self.http = make_http_server(own_port, lambda line: None, self.version, "", {})
             threading.Thread(target=self.http.serve_forever, name="health", daemon=True).start()
         while True:
             time.sleep(3600)
@@ -426,7 +428,9 @@ class StandIn:
         log.line("INFO:     Waiting for application startup.")
         log.line("INFO:     Application startup complete.")
         try:
-            self.http = make_http_server(spec.port, self.log.line, self.version, facts_path, values)
+            # the sim's own port for the one asked for (sgtui.sim.ports): two sims never collide
+            own_port = PortMap(self.store.dir).resolve(spec.port)
+            self.http = make_http_server(own_port, self.log.line, self.version, facts_path, values)
         except OSError as exc:
             log.line(
                 f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "

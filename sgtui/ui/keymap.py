@@ -7,7 +7,9 @@ from pathlib import Path
 
 import yaml
 
+from sgtui.core.bounded import short_repr
 from sgtui.core.errors import UserError
+from sgtui.core.yamlsafe import compose_yaml
 
 KEYS_FILE = "keys.yaml"
 
@@ -20,11 +22,12 @@ def load_keymap(path: Path, binding_ids: Iterable[str]) -> dict[str, str]:
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = compose_yaml(text, str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{path}{where}: not valid YAML; write one `binding-id: key` per line") from None
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise UserError(f"{path}{where}: {problem}; write one `binding-id: key` per line") from None
     if node is None:
         return {}
     if not isinstance(node, yaml.MappingNode):
@@ -35,7 +38,9 @@ def load_keymap(path: Path, binding_ids: Iterable[str]) -> dict[str, str]:
         line = key_node.start_mark.line + 1
         ident, keys = key_node.value, value_node.value
         if ident not in known:
-            problems.append(f"{path}:{line}: {ident!r} is not a binding id (known: {', '.join(known)})")
+            problems.append(
+                f"{path}:{line}: {short_repr(ident)} is not a binding id (known: {', '.join(known)})"
+            )
         elif not isinstance(value_node, yaml.ScalarNode) or not str(keys).strip():
             problems.append(f"{path}:{line}: {ident}: give a key such as `L` or `ctrl+l` (several: `L,f5`)")
         else:

@@ -33,8 +33,9 @@ def declared_version(profile: Any) -> str | None:
 
 
 def gpu_count(profile: Any) -> int | None:
+    """The GPUs the fit sizes for: a multi-node profile's `gpus` are per node, and TP spans the nodes."""
     gpus = getattr(profile, "gpus", None)
-    return len(gpus) if gpus else None
+    return len(gpus) * int(getattr(profile, "nnodes", 1) or 1) if gpus else None
 
 
 def _target_parts(profile: Any) -> tuple[str, str]:

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from sgtui.core.diagnose import Diagnosis, Suggestion, diagnose, mfs_suggestion, nearest_flags
-from sgtui.core.logs import classify_text
+from sgtui.core.logs import Diagnosis, Suggestion, classify_text, diagnose, mfs_suggestion, nearest_flags
 from tests.cases import LOGS
 
 SIGQUIT = "[2026-01-02 10:00:09] Received sigquit from a child process. It usually means the child failed."

@@ -267,7 +267,7 @@ def test_a_cuda_oom_after_ready_fails_the_run_only_when_a_process_dies() -> None
     assert classify_text(_log(STARTED, ready, oom)).outcome == "ready"
     failed = classify_text(_log(STARTED, ready, SCHED, oom, SIGQUIT))
     assert failed.outcome == "failed"
-    assert failed.error is not None and failed.error.phase == "ready"
+    assert failed.error is not None and failed.error.phase == "running"
 
 
 def test_the_phase_comes_from_the_traceback_when_the_paste_has_no_milestones() -> None:

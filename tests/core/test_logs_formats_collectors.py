@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sgtui.core.diagnose import diagnose
-from sgtui.core.log_prefix import collector_prefix, split_prefix
-from sgtui.core.logs import classify_text
+from sgtui.core.logs import classify_text, diagnose
+from sgtui.core.logs.prefix import collector_prefix, split_prefix
 
 STARTUP = [
     "[2026-03-02 08:00:01] server_args=ServerArgs(model_path='/models/m', tp_size=2, "

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgtui.core.diagnose import diagnose, nearest_flags
-from sgtui.core.logs import classify_text
+from sgtui.core.logs import classify_text, diagnose, nearest_flags
 
 
 def _log(*lines: str) -> str:

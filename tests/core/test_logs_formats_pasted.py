@@ -3,8 +3,7 @@ a multi-node failure, a quoted source line inside a traceback, every rank repeat
 
 from __future__ import annotations
 
-from sgtui.core.diagnose import diagnose
-from sgtui.core.logs import LogClassifier, classify_text
+from sgtui.core.logs import LogClassifier, classify_text, diagnose
 
 
 def _log(*lines: str) -> str:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgtui.core.diagnose import diagnose
-from sgtui.core.logs import classify_text
+from sgtui.core.logs import classify_text, diagnose
 
 
 def test_a_kv_line_without_a_token_count_still_marks_the_kv_pool() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgtui.core.log_prefix import cloud_prefix, last_segment, split_prefix, strip_ansi
+from sgtui.core.logs.prefix import cloud_prefix, last_segment, split_prefix, strip_ansi
 
 
 @pytest.mark.parametrize(

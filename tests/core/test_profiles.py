@@ -244,3 +244,16 @@ def test_list_profiles_keeps_going_past_a_broken_file(tmp_path: Path) -> None:
     assert entries[0].profile is not None and entries[0].error is None
     assert entries[1].profile is None and entries[1].error is not None
     assert list_profiles(tmp_path / "missing") == []
+
+
+def test_a_profile_may_name_its_runs_dir_which_must_be_absolute() -> None:
+    from sgtui.core.profiles import dump_profile, parse_profile
+
+    text = "name: a\nhost: h\npython: /x/bin/python\nruns_dir: {}\nsglang:\n  model-path: /m\n"
+    profile = parse_profile(text.format("/data/me/runs"), "p.yaml")
+    assert profile.runs_dir == "/data/me/runs"
+    assert parse_profile(dump_profile(profile)).runs_dir == "/data/me/runs"
+    with pytest.raises(UserError) as err:
+        parse_profile(text.format("runs") + "gpus: [x]\n", "p.yaml")
+    assert "p.yaml:4: runs_dir: 'runs' is not an absolute path" in str(err.value)
+    assert "gpus" in str(err.value)  # every problem at once

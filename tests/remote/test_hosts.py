@@ -89,3 +89,15 @@ def test_a_bad_ssh_config_value_is_a_clear_error_naming_the_file(tmp_path: Path)
     cfg.write_text("Host gpu1\n  Port ninety\n")
     with pytest.raises(HostsFileError, match=r"ssh_config.*line 2"):
         load_hosts(cfg, False)
+
+
+def test_a_host_may_name_its_own_runs_dir_and_a_bad_one_is_reported_with_the_others(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text("gpu1:\n  hostname: 10.0.0.5\n  runs_dir: /data/me/runs\ngpu2:\n  hostname: x\n")
+    loaded = load_hosts(ssh_config=False, hosts_yaml=hosts)
+    assert loaded["gpu1"].runs_dir == "/data/me/runs" and loaded["gpu2"].runs_dir is None
+    hosts.write_text("gpu1:\n  runs_dir: runs\n  port: 0\n")
+    with pytest.raises(HostsFileError) as err:
+        load_hosts(ssh_config=False, hosts_yaml=hosts)
+    assert "hosts.yaml:1: host 'gpu1': runs_dir must be an absolute path" in str(err.value)
+    assert "port must be" in str(err.value)

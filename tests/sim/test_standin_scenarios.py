@@ -9,6 +9,7 @@ import urllib.request
 from dataclasses import replace
 
 from sgtui.core.logs import classify_text
+from sgtui.sim.ports import PortMap
 from sgtui.sim.scenarios import get_scenario
 from tests.cases import QWEN_ARGS
 from tests.sim.conftest import Sim, fit_weights_gib, free_port, open_sim, wait_for
@@ -34,10 +35,17 @@ async def test_the_a6000_launch_with_8_running_requests_becomes_ready_and_answer
     assert analysis.facts["max_total_num_tokens"] > 300_000
     used = sim.used_mib()
     assert all(40_000 < mib < 49_140 for mib in used.values()), used
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
+    own = PortMap(sim.host.state_dir).lookup(port)  # the sim's own port for the one the flags ask for
+    assert own is not None
+    with urllib.request.urlopen(f"http://127.0.0.1:{own}/health", timeout=5) as resp:
         assert resp.status == 200
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/get_model_info", timeout=5) as resp:
+    with urllib.request.urlopen(f"http://127.0.0.1:{own}/get_model_info", timeout=5) as resp:
         assert json.load(resp)["model_path"] == "/models/Qwen3.6-27B"
+    # through the host's SSH forwarding the asked port reaches it, as on a real host
+    reader, writer = await sim.conn.open_connection("127.0.0.1", port)
+    writer.write(b"GET /health HTTP/1.0\r\n\r\n")
+    assert (await asyncio.wait_for(reader.read(12), 5)).startswith((b"HTTP/1.0 200", b"HTTP/1.1 200"))
+    writer.close()
 
     sim.kill(server, signal.SIGTERM)
     await wait_for(lambda: not server.alive(), timeout=5, what="exit after TERM")

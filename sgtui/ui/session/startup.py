@@ -1,5 +1,5 @@
 """Following one run's startup: feeds core.logs' classifier and turns its state into the timeline view
-and, on failure, core.diagnose's explanations.
+and, on failure, core.logs.diagnose's explanations.
 
 Elapsed times come from the log's own timestamps (not the wall clock), so a reattached run and a replayed
 log show the same timeline as the live one.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sgtui.core.log_state import PHASE_LABELS, StartupState
+from sgtui.core.logs.state import PHASE_LABELS, StartupState
 from sgtui.ui.views import DiagnosisView, Milestone, SuggestionView, TimelineView
 
 SHOWN_MILESTONES = (
@@ -156,7 +156,7 @@ class StartupTracker:
         return timeline_from_state(self.state, self.predicted)
 
     def diagnoses(self) -> list[DiagnosisView]:
-        from sgtui.core.diagnose import diagnose
+        from sgtui.core.logs import diagnose
 
         try:
             return diagnosis_views(diagnose(self.classifier.analysis(), self.predicted))

@@ -37,6 +37,7 @@ ERROR_CLASSES = (
     "memory_unbalanced",
     "oom_killed",
     "child_failed",
+    "stalled",
     "other",
 )
 
@@ -58,6 +59,7 @@ PHASE_LABELS = {
     "capturing_graphs": "capturing CUDA graphs",
     "serving": "starting the HTTP server",
     "ready": "ready",
+    "running": "serving requests",
     "failed": "failed",
     "exited": "exited",
 }
@@ -78,25 +80,12 @@ MILESTONE_PHASE = {
     "ready": "ready",
 }
 
+ANSWERED = "answered_after_uvicorn"  # a note: a POST got 200 after Uvicorn started (ready without the line)
+TRACE_CUT = "traceback_cut"  # a note: the log ends inside a traceback, before its exception line
+NEW_STYLE = "sglang_0_5_23_style"  # a note: the log uses 0.5.23-era wordings (flag names differ there)
+
 # A note: SGLang was told to stop (SIGTERM, Ctrl+C); what dies after that is the shutdown, not a failure.
 STOPPED = "stopped_on_request"
-
-# When two causes are in one log, the one earlier here is the root: an OOM explains a later NCCL timeout,
-# a bind error explains the warm-up's connection refused.
-CAUSE_PRIORITY = (
-    "not_enough_memory",
-    "memory_unbalanced",
-    "cuda_graph_failed",
-    "cuda_oom",
-    "unsupported_model",
-    "bad_arguments",
-    "incompatible_flags",
-    "port_in_use",
-    "oom_killed",
-    "nccl",
-    "other",
-    "child_failed",
-)
 
 
 @dataclass(frozen=True)
@@ -215,15 +204,24 @@ class StartupState:
     last_time: str | None = None
     exit_code: int | None = None
     exited: bool = False
-    _error_cache: tuple[int, ErrorInfo | None] | None = field(default=None, repr=False)
+    facts_per_rank: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stall: ErrorInfo | None = None  # no progress far past the phase's expected time (not a failure)
+    _error_cache: tuple[tuple[int, bool, int], ErrorInfo | None] | None = field(default=None, repr=False)
+    _generation: int = field(default=0, repr=False)
 
     @property
     def error(self) -> ErrorInfo | None:
         """The root cause, or None while nothing fatal has been seen (recomputed when new signals arrive)."""
-        key = len(self.signals) * 2 + (1 if self.exited else 0)
+        key = (len(self.signals), self.exited, self._generation)
         if self._error_cache is None or self._error_cache[0] != key:
+            from sgtui.core.logs.rootcause import resolve_error
+
             self._error_cache = (key, resolve_error(self))
         return self._error_cache[1]
+
+    def invalidate(self) -> None:
+        """A signal was amended in place, or a stall began or ended: recompute the root cause."""
+        self._generation += 1
 
     @property
     def last_seconds(self) -> float | None:
@@ -253,63 +251,3 @@ class StartupState:
             if end is not None and phase != "ready":
                 out[phase] = round(max(0.0, end - start), 3)
         return out
-
-
-def _first(signals: list[Signal]) -> Signal:
-    return min(signals, key=lambda s: s.order)
-
-
-def resolve_error(state: StartupState) -> ErrorInfo | None:
-    """Pick the root cause among the failure signals; None when the launch has not (visibly) failed."""
-    signals = state.signals
-    deaths = [s for s in signals if s.strength == "death"]
-    fatal = [s for s in signals if s.strength == "fatal"]
-    ready = state.milestones.get("ready")
-    # A CUDA OOM or NCCL error the server survived (it still became ready) is not the failure.
-    causes = [s for s in signals if s.strength == "cause" and (deaths or ready is None)]
-    crashed_exit = state.exited and state.exit_code not in (None, 0) and STOPPED not in state.notes
-    dead = bool(deaths or fatal or crashed_exit)
-    if not dead and not causes:
-        return None
-    specific = fatal + causes + ([s for s in signals if s.strength == "weak"] if dead else [])
-    # A SIGKILL after an exception line or a sigquit is SGLang tearing its own tree down, not the OOM killer.
-    marks = [s.order for s in signals if s.strength == "generic" or s.values.get("sigquit")]
-    if marks:
-        teardown_from = min(marks)
-        specific = [s for s in specific if s.error_class != "oom_killed" or s.order < teardown_from]
-    chosen: Signal | None = None
-    if specific:
-        rank = {name: i for i, name in enumerate(CAUSE_PRIORITY)}
-        best = min(rank.get(s.error_class or "other", 99) for s in specific)
-        chosen = _first([s for s in specific if rank.get(s.error_class or "other", 99) == best])
-    else:
-        generic = [s for s in signals if s.strength == "generic"]
-        if generic:
-            chosen = _first(generic)
-    # A peer's "other ranks did not finish loading" says more than a generic "scheduler hit an exception".
-    telling = [s for s in deaths if s.values.get("peer_failed")]
-    death = _first(telling or deaths) if deaths else None
-    if chosen is None:
-        killed = [s for s in deaths if s.values.get("killed") or s.values.get("exit_code") == -9]
-        sigquit = any(s.values.get("sigquit") for s in deaths)
-        # SGLang's sigquit handler SIGKILLs its own tree, so -9 after a sigquit is not the OOM killer.
-        if (killed or state.exit_code in (-9, 137)) and not sigquit:
-            source = killed[0] if killed else death
-            if source is None:
-                return ErrorInfo(
-                    "oom_killed", 0, f"process exited with code {state.exit_code}", state.reached
-                )
-            return ErrorInfo("oom_killed", source.line, source.text, source.phase, source.time, source.values)
-        if death is None:
-            return ErrorInfo("child_failed", 0, f"process exited with code {state.exit_code}", state.reached)
-        return ErrorInfo("child_failed", death.line, death.text, death.phase, death.time, death.values)
-    return ErrorInfo(
-        chosen.error_class or "other",
-        chosen.line,
-        chosen.text,
-        chosen.phase,
-        chosen.time,
-        chosen.values,
-        death.line if death and not death.values.get("trailing") else None,
-        death.text if death and not death.values.get("trailing") else None,
-    )

@@ -41,6 +41,25 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
+# 8-bit (C1) forms of the same sequences: CSI U+009B ... final byte; OSC U+009D / DCS U+0090 / SOS U+0098 /
+# PM U+009E / APC U+009F ... up to ST (U+009C, ESC \\) or BEL.
+_C1_SEQUENCE = re.compile(
+    r"\x9b[0-?]*[ -/]*[@-~]|[\x90\x98\x9d\x9e\x9f][^\x07\x9c\x1b]*(?:\x07|\x9c|\x1b\\)?"
+)
+# C0 controls except tab, DEL, and every C1 control U+0080..U+009F.
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """Text safe to show on a terminal: escape sequences (7- and 8-bit) removed, then every C0 control but
+    tab and every C1 control (U+0080..U+009F: CSI, OSC, ST, ...): a terminal acts on those."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if _CONTROLS.search(text) is None:
+        return text
+    return _CONTROLS.sub("", _C1_SEQUENCE.sub("", text))
+
+
 def last_segment(text: str) -> str:
     """The text a terminal would show for a line rewritten with `\\r` (tqdm): its last non-empty segment."""
     end = len(text)

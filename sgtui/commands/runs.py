@@ -1,0 +1,187 @@
+"""`sgtui runs (--profile P | --host H [--target T]) [--json]`: the runs sgtui recorded on a target.
+
+Newest first, each with its state from the target: running, exited (with its exit code), dead (gone
+without one: killed, rebooted, or a full disk, which is said), or foreign (a record this user may not act
+on; the reason is printed, on stderr with --json, and nothing is signalled). The place options are shared
+with `sgtui stop`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sgtui.remote.connection import Transport
+    from sgtui.remote.runs import RunManager, RunRecord, RunStatus
+    from sgtui.remote.targets import Target
+
+HELP = "list the runs sgtui launched on a target, newest first (--json for scripts)"
+
+
+def add_place_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", help="the profile's host, target and runs_dir")
+    parser.add_argument("--host", help="a host from ~/.ssh/config or hosts.yaml")
+    parser.add_argument(
+        "--target", help="with --host: host (default), pct:VMID or docker:NAME, where the runs live"
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_place_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON list")
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where to look: a host, a target on it, and the runs dir (None: hosts.yaml's, else the default)."""
+
+    host: str
+    target: Target
+    runs_dir: str | None
+
+
+def parse_target(text: str) -> Target:
+    from sgtui.core.errors import UserError
+    from sgtui.core.shell import ShellError
+    from sgtui.remote.targets import Target
+
+    kind, _, ident = text.partition(":")
+    try:
+        if kind == "host" and not ident:
+            return Target()
+        if kind in ("pct", "docker") and ident:
+            return Target(kind, ident)  # type: ignore[arg-type]
+    except ShellError as exc:
+        raise UserError(f"--target {text!r}: {exc}") from None
+    raise UserError(f"--target {text!r}: use host, pct:VMID (e.g. pct:129) or docker:NAME")
+
+
+def resolve_place(args: argparse.Namespace) -> Place:
+    """--profile P, or --host H with an optional --target; a UserError for anything else."""
+    from sgtui.core.errors import UserError
+    from sgtui.remote.targets import Target
+
+    if bool(args.profile) == bool(args.host):
+        raise UserError("name the place: --profile PROFILE, or --host HOST [--target pct:VMID|docker:NAME]")
+    if args.profile:
+        from sgtui.commands.launch import resolve_profile_path
+        from sgtui.core.profiles import load_profile
+
+        if args.target:
+            raise UserError("--target goes with --host; a profile names its own target")
+        profile = load_profile(resolve_profile_path(args.profile))
+        target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
+        return Place(profile.host, target, profile.runs_dir)
+    return Place(args.host, parse_target(args.target or "host"), None)
+
+
+def open_manager(place: Place) -> tuple[Transport, RunManager]:
+    """The host's connection and a RunManager for the place's runs dir (profile's, else hosts.yaml's)."""
+    from sgtui.commands.launch import ask_password
+    from sgtui.remote.connection import ConnectionPool
+    from sgtui.remote.runs import RunManager
+
+    pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
+    conn = pool.get(place.host)
+    runs_dir = place.runs_dir or pool.hosts[place.host].runs_dir
+    return conn, RunManager(conn, place.target, runs_dir)
+
+
+def target_text(target: Target) -> str:
+    return "host" if target.kind == "host" else f"{target.kind}:{target.id}"
+
+
+def state_name(status: RunStatus) -> str:
+    from sgtui.remote.runs import RunState
+
+    return {
+        RunState.RUNNING: "running",
+        RunState.EXITED: "exited",
+        RunState.FOREIGN: "foreign",
+    }.get(status.state, "dead")
+
+
+def run_json(record: RunRecord, status: RunStatus) -> dict[str, Any]:
+    """One run as the `sgtui runs --json` contract has it (DESIGN.md), nothing more."""
+    started = (
+        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.started_at)) if record.started_at else None
+    )
+    return {
+        "id": record.id,
+        "host": record.host,
+        "target": target_text(record.target),
+        "node_rank": record.node_rank,
+        "state": state_name(status),
+        "pid": record.pid or None,
+        "pgid": record.pgid or None,
+        "user": record.user,
+        "started": started,
+        "rc": status.rc,
+        "log_path": record.log_path,
+        "argv": list(record.argv),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    if args.profile and not args.host:
+        from sgtui.commands.multinode_runs import multinode_profile, runs_multinode
+
+        profile = multinode_profile(args.profile, args.target)
+        if profile is not None:
+            return asyncio.run(runs_multinode(profile, as_json=args.json))
+    return asyncio.run(_runs(resolve_place(args), as_json=args.json))
+
+
+async def listed(manager: RunManager) -> list[tuple[RunRecord, RunStatus]]:
+    """Every run with its status, newest first (a foreign record's status is never asked for)."""
+    import asyncio
+
+    records = list(reversed(await manager.list_runs()))
+    statuses = await asyncio.gather(*(manager.status(r) for r in records))
+    return list(zip(records, statuses, strict=True))
+
+
+async def _runs(place: Place, *, as_json: bool) -> int:
+    import json
+
+    from sgtui.remote.connection import RemoteError
+
+    conn, manager = open_manager(place)
+    try:
+        rows = await listed(manager)
+    except RemoteError as exc:
+        print(f"sgtui runs: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await conn.close()
+    notes = [
+        f"sgtui runs: refusing run {r.id}: {r.foreign}; it is listed as foreign and never signalled"
+        for r, _ in rows
+        if r.foreign
+    ] + [f"sgtui runs: run {r.id}: {s.disk_full}" for r, s in rows if s.disk_full]
+    if as_json:
+        print(json.dumps([run_json(r, s) for r, s in rows], ensure_ascii=False))
+        for note in notes:
+            print(note, file=sys.stderr)
+        return 0
+    where = f"{place.host} ({manager.target.label})"
+    if not rows:
+        print(f"no runs recorded on {where} in {manager.runs_dir}")
+        return 0
+    print(f"runs on {where} in {manager.runs_dir}, newest first:")
+    for record, status in rows:
+        data = run_json(record, status)
+        state = data["state"] + (f" rc={data['rc']}" if data["rc"] is not None else "")
+        print(
+            f"  {record.id}  {state:<10} pgid {data['pgid'] or '?':<8} {record.user or '?':<10} "
+            f"{record.log_path}"
+        )
+    for note in notes:
+        print(note.removeprefix("sgtui runs: "))
+    return 0

@@ -1,0 +1,112 @@
+"""`sgtui stop RUN_ID (--profile P | --host H [--target T]) [--yes] [--grace S]`: stop one run.
+
+Shows what the stop will hit first (the process group, its owner and age, the group leader's command
+line next to the recorded one, with a warning when they differ) and asks, unless --yes. Then TERM to the
+group, up to --grace seconds, KILL, and a check that nothing of the run is left, including processes
+that left its group (same session, or carrying its SGTUI_RUN_ID). Exit 0 when stopped (or already
+ended), 1 when something is left, 2 on bad input or a record it refuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "stop one run: TERM its process group, then KILL; says what is left (asks first unless --yes)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from sgtui.commands.runs import add_place_arguments
+
+    parser.add_argument("run_id", metavar="RUN_ID", help="the run's id, as `sgtui runs` lists it")
+    add_place_arguments(parser)
+    parser.add_argument("--yes", action="store_true", help="do not ask before stopping")
+    parser.add_argument(
+        "--grace", type=float, default=10.0, help="seconds between TERM and KILL (default 10)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from sgtui.commands.runs import resolve_place
+    from sgtui.core.errors import UserError
+    from sgtui.core.runscripts import check_run_id
+
+    if not args.grace >= 0:
+        raise UserError(f"--grace {args.grace:g}: give the seconds between TERM and KILL (0 or more)")
+    try:
+        check_run_id(args.run_id)
+    except UserError as exc:
+        raise UserError(f"{exc}; `sgtui runs` lists the ids") from None
+    if args.profile and not args.host:
+        from sgtui.commands.multinode_runs import multinode_profile, stop_multinode
+
+        profile = multinode_profile(args.profile, args.target)
+        if profile is not None:
+            return asyncio.run(stop_multinode(profile, args.run_id, args.grace, args.yes))
+    return asyncio.run(_stop(resolve_place(args), args.run_id, args.grace, args.yes))
+
+
+def _ask(question: str) -> bool:
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+async def _stop(place: object, run_id: str, grace: float, yes: bool) -> int:
+    from sgtui.commands.runs import Place, open_manager
+    from sgtui.remote.connection import RemoteError
+    from sgtui.remote.runs import ForeignRunError, PidReusedError
+
+    assert isinstance(place, Place)
+    conn, manager = open_manager(place)
+    try:
+        records = {r.id: r for r in await manager.list_runs()}
+        record = records.get(run_id)
+        if record is None:
+            print(
+                f"sgtui stop: no run {run_id} on {place.host} ({place.target.label}) in {manager.runs_dir}; "
+                "`sgtui runs` lists the runs there",
+                file=sys.stderr,
+            )
+            return 2
+        manager.refuse(record, "stop")  # a foreign or unverifiable record: exit 2, nothing signalled
+        try:
+            preview = await manager.preview(record)
+        except PidReusedError as exc:
+            print(f"sgtui stop: {exc}")
+            return 0
+        print(f"stop {run_id} on {place.host} ({place.target.label}):")
+        for line in preview.lines():
+            print(f"  {line}")
+        if not yes:
+            if not sys.stdin.isatty():
+                print("sgtui stop: no terminal to ask on; pass --yes to stop without asking", file=sys.stderr)
+                return 2
+            if not _ask("Stop it? [y/N] "):
+                print("not stopped")
+                return 2
+        result = await manager.stop(record, grace, on_progress=_progress)
+    except ForeignRunError as exc:
+        print(f"sgtui stop: {exc}", file=sys.stderr)
+        return 2
+    except RemoteError as exc:
+        print(f"sgtui stop: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await conn.close()
+    if result.result == "not-running":
+        print(f"{run_id} had already ended; nothing was signalled")
+    elif result.result == "stopped":
+        print(f"stopped {run_id} ({result.signal}) in {result.seconds:.1f} s")
+    else:
+        print(f"{result.members} process(es) of {run_id}'s group survived KILL", file=sys.stderr)
+    for left in result.left:
+        print(f"still alive outside its process group: {left.describe()}", file=sys.stderr)
+    return 0 if result.clean else 1
+
+
+def _progress(seconds: float, members: int) -> None:
+    print(f"  waiting for {members} process(es) to exit after TERM: {seconds:.1f} s", file=sys.stderr)

@@ -1,0 +1,368 @@
+"""Streaming SGLang log classifier: log text in, milestones / progress / failure / stall events out.
+
+The one analysis path (the TUI, `sgtui explain` and `sgtui launch --watch` all use exactly this):
+
+    c = LogClassifier(clock=time.monotonic)   # clock only where stalls are watched live
+    c.feed(chunk)            # per chunk, as it arrives (partial lines buffered)
+    c.process_exited(rc)     # when the process ended (a runner saw it)
+    c.finish()               # at the end of the log: the end-of-log rules (a trailing traceback is a death)
+    c.check_stall(now)       # periodically: a `stalled` event, or None
+    a = c.analysis(); diagnose(a, fit)
+
+Work per line is bounded: lines are capped before any regex sees them, and the lines a running server prints
+most ("Decode batch", HTTP access) are skipped after a few substring tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sgtui.core.logs.facts import FROM_COMMAND, FactStore
+from sgtui.core.logs.failures import failure
+from sgtui.core.logs.info import comment, info_line, progress
+from sgtui.core.logs.milestones import milestone_line
+from sgtui.core.logs.prefix import (
+    LINE_CAP,
+    SERVER_ARGS_CAP,
+    cloud_prefix,
+    collector_prefix,
+    last_segment,
+    split_prefix,
+    strip_ansi,
+)
+from sgtui.core.logs.server_args import ArgsDump, looks_like_command, parse_command_flags
+from sgtui.core.logs.signals import FailureLog
+from sgtui.core.logs.stall import StallWatch
+from sgtui.core.logs.state import (
+    ANSWERED,
+    MILESTONE_PHASE,
+    PHASES,
+    STOPPED,
+    LogEvent,
+    Milestone,
+    StartupState,
+    parse_seconds,
+)
+from sgtui.core.logs.traceback import TraceTracker, exception_line
+
+_PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
+_MAX_WARNINGS = 50
+PROGRESS_NEEDLES = ("checkpoint shards", "Capturing batches", "%|")
+
+
+class LogClassifier:
+    """Feed it log text chunk by chunk; read `state` (or the events `feed` returns) for what it means."""
+
+    def __init__(self, clock: Callable[[], float] | None = None, stall_after: float | None = None) -> None:
+        self.state = StartupState()
+        self.line_count = 0
+        self.store = FactStore(self.state.facts, self.state.facts_per_rank)
+        self.trace = TraceTracker()
+        self.failures = FailureLog(self.state, self.trace, self.store)
+        self.stall = StallWatch(clock, stall_after)
+        self.awaiting_first_answer = False
+        self.load_ends: dict[str, int] = {}
+        self.last_progress: tuple[Any, ...] | None = None
+        self.args: ArgsDump | None = None  # a server_args dump hard-wrapped over lines, still open
+        self._buf = ""
+        self._buf_overflow = False
+        self._ranks: tuple[str, ...] = ()
+        self._last_milestone_line = 0
+        self._batches_seen = False
+        self._last_record_line = 0
+        self._exception_ignored = False
+        self._finished = False
+
+    # ---- input -------------------------------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[LogEvent]:
+        """Classify the complete lines in `text` (plus what was buffered); keep the unterminated tail."""
+        events: list[LogEvent] = []
+        if not text:
+            return events
+        if self.line_count == 0 and not self._buf and text.startswith("\ufeff"):
+            text = text[1:]  # a byte-order mark from an editor that saved the paste
+        data = self._buf + text if self._buf else text
+        if "\n" not in data:
+            self._keep_partial(data, events)
+            return events
+        lines = data.split("\n")
+        tail = lines.pop()
+        if self._buf_overflow:
+            lines[0] = lines[0][:_PARTIAL_CAP]
+            self._buf_overflow = False
+        for raw in lines:
+            self.line_count += 1
+            self._handle(raw, self.line_count, events)
+        self._buf = ""
+        if tail:
+            self._keep_partial(tail, events)
+        return events
+
+    def feed_numbered(self, lines: Iterable[tuple[int, str]], line_count: int) -> list[LogEvent]:
+        """Whole lines with their numbers in the file, in the order to classify them (oldest first): how a
+        newest-first export is read backwards while keeping its own line numbers."""
+        events: list[LogEvent] = []
+        for n, raw in lines:
+            self._handle(raw, n, events)
+        self.line_count = max(self.line_count, line_count)
+        return events
+
+    def finish(self) -> list[LogEvent]:
+        """The log ends here: classify an unterminated last line, then the end-of-log rules (a traceback or
+        exception that nothing outlived is how a cut or pasted log shows that the launch died)."""
+        events: list[LogEvent] = []
+        self._flush(events)
+        if not self._finished:
+            self._finished = True
+            self.failures.at_end(self._last_record_line, self._last_milestone_line, events)
+        return events
+
+    def process_exited(self, returncode: int | None) -> list[LogEvent]:
+        """The runner saw the process end: a non-zero code with no error in the log is still a failure."""
+        events: list[LogEvent] = []
+        self._flush(events)
+        state = self.state
+        state.exited = True
+        state.exit_code = returncode
+        previous = state.phase
+        stopped = STOPPED in state.notes
+        if state.error is not None or (returncode not in (None, 0) and not stopped):
+            state.phase = "failed"
+        else:
+            state.phase = "exited"
+        if state.phase != previous:
+            events.append(LogEvent(self.line_count, None, (), "phase", {"phase": state.phase}))
+        return events
+
+    def check_stall(self, now: float | None = None) -> LogEvent | None:
+        """A `stalled` event the first time the current phase has made no progress for far longer than
+        expected (see stall.py); None otherwise. Progress afterwards clears it."""
+        return self.stall.check(self.state, self.line_count, now)
+
+    def analysis(self, reversed_order: bool = False) -> Any:
+        from sgtui.core.logs.analysis import LogAnalysis
+
+        return LogAnalysis(self.state, self.line_count, reversed_order)
+
+    def _flush(self, events: list[LogEvent]) -> None:
+        if self._buf:
+            self.line_count += 1
+            raw, self._buf = self._buf, ""
+            self._handle(raw, self.line_count, events)
+        if self.args is not None:
+            self._close_args(events)
+
+    def _keep_partial(self, data: str, events: list[LogEvent]) -> None:
+        """Buffer an unterminated line; show tqdm progress from its last complete `\\r` segment right away."""
+        if "\r" in data:
+            head, _, tail = data.rpartition("\r")
+            segment = last_segment(head)
+            if segment and any(n in segment for n in PROGRESS_NEEDLES):
+                progress(self, strip_ansi(segment[:LINE_CAP]), self.line_count + 1, None, (), events)
+            data = segment + "\r" + tail if segment else tail
+        if len(data) > _PARTIAL_CAP:
+            data = data[:_PARTIAL_CAP]
+            self._buf_overflow = True
+        self._buf = data
+
+    # ---- one line ----------------------------------------------------------------------------------------
+
+    def _handle(self, raw: str, n: int, events: list[LogEvent]) -> None:
+        if len(raw) > LINE_CAP:
+            raw = _cap(raw)
+        if "Decode batch" in raw or "Prefill batch" in raw:
+            self.failures.last_batch = (n, raw)  # kept, not parsed: names the batch a serving OOM hit
+            # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says
+            # the server runs batches (warm-up or requests), which a pasted tail may show nothing else of.
+            if not self._batches_seen:
+                self._batches_seen = True
+                time = split_prefix(raw)[0]
+                self.advance("serving", n, time, parse_seconds(time), events)
+            return
+        if "HTTP/1." in raw:
+            if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
+                self._first_answer(raw, n, events)
+            return  # the access log: only its first answered POST after Uvicorn starts means anything
+        if raw.endswith("\r"):
+            raw = raw.rstrip("\r")
+        if "\r" in raw:
+            raw = last_segment(raw)
+        if "\x1b" in raw:
+            raw = strip_ansi(raw)
+        if "][" in raw and ("it/s][" in raw or "s/it][" in raw):
+            # a tqdm bar left unterminated, then a log record written onto the same line
+            cut = max(raw.find("it/s]["), raw.find("s/it][")) + 5
+            self._record(raw[:cut], n, events)
+            raw = raw[cut:]
+        self._record(raw, n, events)
+
+    def _first_answer(self, raw: str, n: int, events: list[LogEvent]) -> None:
+        """The server answered a request (the warm-up's or a client's): it serves, even in versions that
+        never print "fired up and ready to roll"."""
+        self.awaiting_first_answer = False
+        if "ready" not in self.state.milestones:
+            self.state.notes.add(ANSWERED)
+            time, _, _ = split_prefix(raw)
+            self.advance("ready", n, time, parse_seconds(time), events)
+
+    def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
+        cloud_time = None
+        for _ in range(3):  # collectors nest: compose's "name  | " around docker's RFC 3339 stamp, say
+            first = line[:1]
+            outer = None
+            if first.isupper() or first.isdigit() or (first == "[" and line[11:12] == "T"):
+                outer = cloud_prefix(line)
+            if outer is None and first and (first.isalnum() or first in "([>"):
+                outer = collector_prefix(line)
+            if outer is None:
+                break
+            cloud_time, line = outer[0] or cloud_time, outer[1]
+        time, ranks, body = split_prefix(line)
+        if self.args is not None and not self.args.add(body, time, ranks, cloud_time):
+            self._close_args(events)
+        elif self.args is not None:
+            if self.args.closed:
+                self._close_args(events)
+            return
+        body = body.rstrip()
+        if not body:
+            return
+        if time is not None:
+            self._last_record_line = n  # SGLang's own logger wrote this line: the process was alive
+        if time is None:
+            time = cloud_time
+        if time is not None:
+            self.state.last_time = time
+        if ranks:
+            self.state.ranks_seen.add(" ".join(ranks))
+        self._dispatch(body, n, time, ranks, events)
+
+    def _dispatch(
+        self, body: str, n: int, time: str | None, ranks: tuple[str, ...], events: list[LogEvent]
+    ) -> None:
+        self._ranks = ranks
+        first = body[0]
+        if (first == "R" or first == "F") and body.startswith(("Receive: obj=", "Finish: obj=")):
+            return  # --log-requests: a client's prompt and output, which may say anything at all
+        if first == "#":
+            comment(self, body)
+            return
+        if self._traceback_line(body, first, time):
+            return
+        tail, self.trace.tail = self.trace.tail, False
+        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt"):
+            # "SIGTERM received. signum=15 ... Draining requests and shutting down..." (sgtui's own stop, a
+            # container stop) or Ctrl+C: the tracebacks and deaths of the shutdown that follows are expected.
+            self.state.notes.add(STOPPED)
+            return
+        if "Traceback (most recent call last)" in body:
+            self.trace.start(n, time, ignored=self._exception_ignored)
+        self._exception_ignored = body.startswith("Exception ignored")
+        if milestone_line(self, body, n, time, ranks, events):
+            return
+        if any(needle in body for needle in PROGRESS_NEEDLES):
+            progress(self, body, n, time, ranks, events)
+            return
+        info_line(self, body, n, time, ranks, events)
+        if "--" in body and looks_like_command(body) and "usage:" not in body and "[--" not in body:
+            self.facts(parse_command_flags(body), FROM_COMMAND)
+        found = failure(body)
+        if found is None and tail:
+            named = exception_line(body, in_traceback=True)  # any name that ends a traceback
+            if named is not None:
+                found = (None, "generic", {"exception": named[0], "message": named[1]})
+        if found is not None:
+            self.failures.signal(found, n, time, ranks, body, events)
+
+    def _traceback_line(self, body: str, first: str, time: str | None) -> bool:
+        """Frames, their source lines and markers: where a traceback was, never what went wrong."""
+        kind = self.trace.line(body, first, time)
+        if kind == "frame" and self.failures.crash is not None:
+            self.failures.update_crash_phase()
+        elif kind == "thread":
+            self.failures.crash = (
+                None  # faulthandler's other threads: only the current thread's stack says where
+            )
+            return False
+        return kind is not None
+
+    def _close_args(self, events: list[LogEvent]) -> None:
+        dump, self.args = self.args, None
+        if dump is not None:
+            self.facts(dump.facts(), dump.source)
+
+    # ---- state changes (also used by milestones.py and info.py) -------------------------------------------
+
+    def milestone(
+        self,
+        kind: str,
+        n: int,
+        time: str | None,
+        ranks: tuple[str, ...],
+        values: dict[str, Any],
+        body: str,
+        events: list[LogEvent],
+    ) -> None:
+        rank = " ".join(ranks) or None
+        self.trace.open = None
+        self._last_milestone_line = n
+        milestone = self.state.milestones.get(kind)
+        if milestone is None:
+            seconds = parse_seconds(time)
+            milestone = Milestone(kind, n, time, seconds, rank, values)
+            self.state.milestones[kind] = milestone
+            events.append(LogEvent(n, time, ranks, kind, values, body[:300]))
+            self.stall.progressed(self.state)
+            self.advance(MILESTONE_PHASE[kind], n, time, seconds, events)
+        if rank and rank not in milestone.ranks:
+            milestone.ranks.add(rank)
+            self.stall.progressed(self.state)  # another rank got this far
+
+    def advance(
+        self, phase: str, n: int, time: str | None, seconds: float | None, events: list[LogEvent]
+    ) -> None:
+        state = self.state
+        index, current = PHASES.index(phase), PHASES.index(state.reached)
+        if index >= current and seconds is not None and phase not in state.phase_start:
+            state.phase_start[phase] = seconds
+        if index <= current:
+            return
+        state.reached = phase
+        self.stall.entered(phase, state)
+        if state.phase not in ("failed", "exited"):
+            state.phase = phase
+            events.append(LogEvent(n, time, (), "phase", {"phase": phase}))
+
+    def progress_event(
+        self, phase: str, values: dict[str, Any], event: LogEvent, events: list[LogEvent]
+    ) -> None:
+        self.state.progress[phase] = values
+        self.stall.progressed(self.state, values)
+        events.append(event)
+
+    def warn(self, n: int, body: str) -> None:
+        """Keep a warning once: every rank prints the same one."""
+        text = body[:300]
+        warnings = self.state.warnings
+        if len(warnings) < _MAX_WARNINGS and all(text != known for _, known in warnings[-8:]):
+            warnings.append((n, text))
+
+    def fact(self, name: str, value: Any, source: int) -> None:
+        self.store.set(name, value, source, self._ranks)
+
+    def facts(self, facts: dict[str, Any], source: int) -> None:
+        self.store.update(facts, source, self._ranks)
+
+    def open_args(self, dump: ArgsDump) -> None:
+        self.args = dump
+
+
+def _cap(raw: str) -> str:
+    """Bound a long line: keep the last `\\r` segment of a progress bar, a server_args dump's useful part."""
+    if "\r" in raw[-LINE_CAP:]:
+        raw = last_segment(raw)
+    if raw.find("server_args", 0, 256) >= 0 or raw.find("ServerArgs(", 0, 256) >= 0:
+        return raw[:SERVER_ARGS_CAP]
+    return raw[:LINE_CAP]

@@ -1,0 +1,302 @@
+"""Lines that say a launch went wrong, as (error class, strength, values), and the traceback frames that name
+the step that failed. Each rule runs after a cheap substring test."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sgtui.core.logs.rules import CAPTURE_FAILED, SUMMARY_PAIR, num
+from sgtui.core.logs.traceback import exception_line
+
+_NUM = r"(-?\d+(?:\.\d+)?)"
+
+# ---- failures --------------------------------------------------------------------------------------------
+
+_NOT_ENOUGH = re.compile(
+    r"Not enought? memory\. Please try to increase --mem-fraction-static"
+    r"(?:\.? ?Current value: (?:(?:self\.server_args\.)?mem_fraction_static=)?" + _NUM + ")?"
+)
+_LEAVE_NO = re.compile(r"leave no GPU memory for the KV cache under --mem-fraction-static=" + _NUM)
+_UNBALANCED = re.compile(
+    r"(min_per_gpu_memory|local_gpu_memory|pre_model_load_memory)=" + _NUM + r"(?=,|$|\s)"
+)
+_OTHER_DEVICE = re.compile(r"\b(?:NPU|HIP|XPU|MUSA) out of memory")  # Ascend, ROCm, Intel, Moore Threads
+_OOM_ALLOC = re.compile(r"Tried to allocate " + _NUM + r" ?([GMK]iB)")
+_OOM_TOTAL = re.compile(r"total capacity of " + _NUM + r" ?GiB of which " + _NUM + r" ?([GMK]iB) is free")
+_ARCH = re.compile(
+    r"Model architectures? \[?([^\]]*?)\]? (?:are|is) not supported|"
+    r"Model architectures \[(.*?)\] failed to be inspected"
+)
+_UNSUPPORTED_ARCH = re.compile(r"nsupported architectures?: ?\[?'?(\w+)")
+_HF_ARCH = re.compile(r"model type `([^`]+)` but Transformers does not recognize")
+_PORT_TUPLE = re.compile(r"address \(?'?([^',)]*)'?,\s*(\d+)")
+_PORT_WORD = re.compile(r"[Pp]ort[ =:]+(\d{2,5})")
+_PORT_ADDR = re.compile(r"(?:tcp://[\w.\-]+|\[[0-9a-fA-F:.]*\]|\b\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b")
+_DIED = re.compile(r"Rank (\d+) scheduler (?:is dead|died during initialization \(exit code: (-?\d+)\))")
+_EXIT_CODE = re.compile(r"exit ?code[: =]+(-?\d+)", re.IGNORECASE)
+_ARG_ERROR = re.compile(
+    r": error: (unrecognized arguments: .*|argument .*|ambiguous option: .*|"
+    r"the following arguments are required: .*|invalid choice: .*)"
+)
+_INCOMPATIBLE = re.compile(r"Speculative decoding for (\w+) is not compatible with radix cache")
+_DIVISIBLE = re.compile(
+    r"Total number of ([\w ]+?) \((\d+)\) must be divisible by tensor parallel size \((\d+)\)"
+)
+_CONTEXT_TOO_LONG = re.compile(
+    r"User-specified context_length \((\d+)\) is greater than the derived "
+    r"context_length \((\d+)\)"
+)
+
+
+def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
+    """(error class, strength, values) when a line signals a failure, else None.
+
+    Strengths: "fatal" (the message itself ends the launch), "cause" (fatal before the server is ready),
+    "weak" (only counts when something died), "generic" (an exception of no known class), "death" (a
+    process died; the cause is elsewhere).
+    """
+    if " failed: " in body and "Capture " in body and CAPTURE_FAILED.search(body):
+        oom = "out of memory" in body
+        return "cuda_graph_failed", "fatal", {"oom": oom, **(oom_values(body) if oom else {})}
+    if "memory" in body:
+        if "Not enough memory" in body or "Not enought memory" in body:
+            m = _NOT_ENOUGH.search(body)
+            values = {"mem_fraction_static": num(m.group(1))} if m and m.group(1) else {}
+            return "not_enough_memory", "fatal", values
+        if "leave no GPU memory for the KV cache" in body:
+            m = _LEAVE_NO.search(body)
+            return "not_enough_memory", "fatal", {"mem_fraction_static": num(m.group(1))} if m else {}
+        if "Not enough GPU memory for hybrid" in body:
+            return "not_enough_memory", "fatal", {"pool": "mamba"}
+        if "memory capacity is unbalanced" in body:
+            # Raised (ValueError) up to 0.5.x; only a warning by default since (the launch goes on), so
+            # the logged form counts only when the launch dies.
+            values = {k: num(v) for k, v in _UNBALANCED.findall(body)}
+            raised = "Error: The memory capacity" in body
+            return "memory_unbalanced", "fatal" if raised else "weak", values
+        if "out of memory" in body and ("CUDA" in body or "cuda" in body or _OTHER_DEVICE.search(body)):
+            return "cuda_oom", "cause", oom_values(body)
+    if "Raise --mem-fraction-static above" in body:
+        return "not_enough_memory", "fatal", {}
+    if "too small to serve any requests" in body or "Memory pool size is too small" in body:
+        if "mamba" in body:  # 0.5.23: "Hybrid (mamba/linear-attention) state cache is too small to serve ..."
+            values: dict[str, Any] = {"pool": "mamba"}
+            for key, raw in SUMMARY_PAIR.findall(body):
+                if key in ("max_num_reqs", "mamba_ratio", "max_mamba_cache_size"):
+                    values[key] = num(raw)
+            return "not_enough_memory", "fatal", values
+        return "not_enough_memory", "fatal", {}
+    if "max_running_request is zero" in body:
+        return "not_enough_memory", "fatal", {}
+    if "SWA pool" in body and ("cannot hold even one request" in body or "leaves no room" in body):
+        return "not_enough_memory", "fatal", {"pool": "swa"}
+    if "OutOfMemoryError" in body:
+        return "cuda_oom", "cause", oom_values(body)
+    if "not supported for now" in body or "failed to be inspected" in body:
+        m = _ARCH.search(body)
+        if m:
+            names = (m.group(1) or m.group(2) or "").replace("'", "").replace('"', "").strip()
+            return "unsupported_model", "fatal", {"architectures": names}
+    if "Transformers does not recognize" in body:
+        m = _HF_ARCH.search(body)
+        return "unsupported_model", "fatal", {"model_type": m.group(1)} if m else {}
+    if "nsupported architecture" in body and body[:1].isalpha():
+        m = _UNSUPPORTED_ARCH.search(body)  # 0.2/0.3: "Unsupported architectures: X. Supported list: [...]"
+        return "unsupported_model", "fatal", {"architectures": m.group(1)} if m else {}
+    if "must be divisible by tensor parallel size" in body:
+        m = _DIVISIBLE.search(body)
+        values = {"what": m.group(1), "count": int(m.group(2)), "tp_size": int(m.group(3))} if m else {}
+        return "bad_arguments", "fatal", {"flag": "--tp-size", **values}
+    if "in use" in body and ("already in use" in body or "Address in use" in body):
+        lowered = body.lower()
+        if "trying" in lowered or "try next" in lowered or "retry" in lowered:
+            return None
+        return "port_in_use", "fatal", port_values(body)
+    if "[Errno 98]" in body:
+        return "port_in_use", "fatal", port_values(body)
+    if ": error: " in body:
+        m = _ARG_ERROR.search(body)
+        if m:
+            return "bad_arguments", "fatal", {"argparse": m.group(1)}
+    if "not compatible with radix cache" in body:
+        m = _INCOMPATIBLE.search(body)
+        return "incompatible_flags", "fatal", {"conflict": "radix_cache", "arch": m.group(1) if m else None}
+    if "User-specified context_length" in body:
+        m = _CONTEXT_TOO_LONG.search(body)
+        values = {"requested": int(m.group(1)), "derived": int(m.group(2))} if m else {}
+        return "bad_arguments", "fatal", {"flag": "--context-length", **values}
+    if "ccl" in body or "NCCL" in body or "DistBackendError" in body or "Watchdog caught" in body:
+        nccl = nccl_strength(body)
+        if nccl:
+            return "nccl", nccl, {"shm": "/dev/shm" in body or "shared memory" in body}
+    if "sigquit" in body and "Received sigquit" in body:
+        return None, "death", {"sigquit": True}
+    if "scheduler" in body and ("scheduler is dead" in body or "scheduler died" in body):
+        m = _DIED.search(body)
+        code = int(m.group(2)) if m and m.group(2) else None
+        if code == -9:
+            return "oom_killed", "cause", {"exit_code": code, "rank": int(m.group(1)) if m else None}
+        return None, "death", {"exit_code": code}
+    if " hit an exception" in body:
+        return None, "death", {"exception": True}
+    if "Initialization failed" in body:
+        return None, "death", {}
+    if "other ranks th" in body and "finish the model loading" in body:
+        # "TP rank 1 could finish the model loading, but there are other ranks that didn't": a peer (often on
+        # another node) died while loading; its own log holds the cause.
+        return None, "death", {"peer_failed": True}
+    # systemd: "sglang.service: A process of this unit has been killed by the OOM killer." / "Failed with
+    # result 'oom-kill'."; the kernel: "oom-kill:constraint=..." (not SGLang's own hint to check dmesg).
+    if ("OOM killer" in body or "oom-kill" in body) and (
+        "killed by the OOM killer" in body or "'oom-kill'" in body or "oom-kill:" in body
+    ):
+        return "oom_killed", "cause", {}
+    if "status=9/KILL" in body:  # systemd: "Main process exited, code=killed, status=9/KILL"
+        return None, "death", {"killed": True}
+    if "Killed" in body:
+        if "Killed process" in body and ("Out of memory" in body or "oom" in body.lower()):
+            return "oom_killed", "cause", {}
+        stripped = body.strip()
+        if stripped == "Killed" or re.search(r"(?:^|:\s*\d+\s+|\s)Killed(?:\s+\S*python|\s*$)", stripped):
+            return None, "death", {"killed": True}
+    if "xit code" in body:
+        m = _EXIT_CODE.search(body)
+        if m and int(m.group(1)) in (-9, 137):
+            return "oom_killed", "cause", {"exit_code": int(m.group(1))}
+    crash = crash_values(body)
+    if crash is not None:
+        return None, "death", crash
+    if body[:1].isalpha() and ("Error" in body or "Exception" in body or "." in body[:80]):
+        named = exception_line(body, in_traceback=False)
+        if named is not None:
+            values = {"exception": named[0], "message": named[1]}
+            if named[0] == "OutOfResources" or "out of resource" in named[1]:
+                values.update(kernel_resource_values(named[1]))
+            return None, "generic", values
+    return None
+
+
+_SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+_CAUGHT = re.compile(r"Caught signal (\d+) \(([^:)]*)")
+_FATAL = re.compile(r"Fatal Python error: (\w[\w ]*)")
+# what a shell, libc or faulthandler prints for the signal -> its name
+_CRASH_WORDS = (
+    ("Segmentation fault", "SIGSEGV"),
+    ("Segfault encountered", "SIGSEGV"),
+    ("Bus error", "SIGBUS"),
+    ("Illegal instruction", "SIGILL"),
+    ("Floating point exception", "SIGFPE"),
+    ("Aborted", "SIGABRT"),
+)
+
+
+def crash_values(body: str) -> dict[str, Any] | None:
+    """A fatal signal or a CUDA fault the process cannot survive: `Fatal Python error: Segmentation fault`,
+    UCX's `Caught signal 11 (Segmentation fault: ...)`, a shell's `Aborted (core dumped)`, `an illegal memory
+    access was encountered`; None for anything else."""
+    if "illegal" in body and ("illegal memory access" in body or "illegal instruction was" in body):
+        kind = "illegal_address" if "memory access" in body else "illegal_instruction"
+        return {"crash": True, "signal": None, "cuda_fault": kind}
+    if "cudaErrorIllegalAddress" in body:
+        return {"crash": True, "signal": None, "cuda_fault": "illegal_address"}
+    if "Fatal Python error" in body:
+        m = _FATAL.search(body)
+        what = m.group(1).strip() if m else ""
+        return {"crash": True, "signal": _signal_for(what), "what": what}
+    if "Caught signal" in body:
+        m = _CAUGHT.search(body)
+        if m:
+            return {
+                "crash": True,
+                "signal": _SIGNAL_NAMES.get(int(m.group(1)), f"signal {m.group(1)}"),
+                "what": m.group(2).strip(),
+            }
+    if "core dumped" in body or "Segmentation fault" in body or "Segfault encountered" in body:
+        return {"crash": True, "signal": _signal_for(body), "what": body.strip()[:120]}
+    if ("Bus error" in body or "Aborted" in body or "Illegal instruction" in body) and _SHELL_CRASH.search(
+        body
+    ):
+        return {"crash": True, "signal": _signal_for(body), "what": body.strip()[:120]}
+    return None
+
+
+# a shell's report of a child killed by a signal: "bash: line 1: 4242 Aborted   python3 -m ...", "Aborted"
+_SHELL_CRASH = re.compile(r"(?:^|\d+\s+)(?:Bus error|Aborted|Illegal instruction)(?:\s|$)")
+
+
+def _signal_for(text: str) -> str | None:
+    for word, name in _CRASH_WORDS:
+        if word in text:
+            return name
+    return None
+
+
+_RESOURCE = re.compile(r"out of resource: (\w[\w ]*?), Required: (\d+), Hardware limit: (\d+)")
+
+
+def kernel_resource_values(message: str) -> dict[str, Any]:
+    """Triton's `OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 65536`: a
+    kernel configuration this GPU cannot run."""
+    m = _RESOURCE.search(message)
+    if m is None:
+        return {"kernel_resource": "unknown"}
+    return {"kernel_resource": m.group(1), "required": int(m.group(2)), "limit": int(m.group(3))}
+
+
+_CONFLICT_WORDS = (
+    "incompatible with",
+    "not compatible with",
+    "cannot be used with",
+    "cannot be used together",
+    "not supported with",
+    "cannot be enabled together",
+    "mutually exclusive",
+)
+
+
+def names_a_flag_conflict(message: str) -> bool:
+    """SGLang's argument checks raise plain ValueErrors ("--x is incompatible with speculative decoding
+    (--speculative-algorithm EAGLE)"); a frameless paste of one still names a flag and a conflict."""
+    return "--" in message and any(word in message for word in _CONFLICT_WORDS)
+
+
+def nccl_strength(body: str) -> str | None:
+    if "NCCL WARN" in body:
+        return "weak"
+    for needle in (
+        "NCCL error",
+        "ncclUnhandledCudaError",
+        "ncclSystemError",
+        "ncclInternalError",
+        "ncclInvalidUsage",
+        "ncclRemoteError",
+        "DistBackendError",
+        "Watchdog caught collective operation timeout",
+    ):
+        if needle in body:
+            return "cause"
+    return None
+
+
+def oom_values(body: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    m = _OOM_ALLOC.search(body)
+    if m:
+        amount = float(m.group(1))
+        values["tried_gib"] = round(amount / 1024 if m.group(2) == "MiB" else amount, 3)
+    m = _OOM_TOTAL.search(body)
+    if m:
+        values["gpu_total_gib"] = float(m.group(1))
+        free = float(m.group(2))
+        values["gpu_free_gib"] = round(free / 1024 if m.group(3) == "MiB" else free, 3)
+    return values
+
+
+def port_values(body: str) -> dict[str, Any]:
+    """The port a bind error names: `address ('::', 31000)`, `port 30001`, `tcp://h:30001`, `[::]:29500`."""
+    m = _PORT_TUPLE.search(body)
+    if m:
+        return {"host": m.group(1), "port": int(m.group(2))}
+    m = _PORT_WORD.search(body) or _PORT_ADDR.search(body)
+    return {"port": int(m.group(1))} if m else {}

@@ -1,0 +1,111 @@
+"""The root cause among a log's failure signals: the line that explains the failure, not those that follow."""
+
+from __future__ import annotations
+
+from sgtui.core.logs.state import STOPPED, ErrorInfo, Signal, StartupState
+
+# When two causes are in one log, the one earlier here is the root: an OOM explains a later NCCL timeout,
+# a bind error explains the warm-up's connection refused.
+CAUSE_PRIORITY = (
+    "not_enough_memory",
+    "memory_unbalanced",
+    "cuda_graph_failed",
+    "cuda_oom",
+    "unsupported_model",
+    "bad_arguments",
+    "incompatible_flags",
+    "port_in_use",
+    "oom_killed",
+    "nccl",
+    "other",
+    "child_failed",
+)
+
+# Exit codes of a process a fatal signal ended (negative from Popen, 128 + N from a shell).
+SIGNAL_EXITS = {
+    -11: "SIGSEGV",
+    139: "SIGSEGV",
+    -6: "SIGABRT",
+    134: "SIGABRT",
+    -7: "SIGBUS",
+    135: "SIGBUS",
+    -4: "SIGILL",
+    132: "SIGILL",
+}
+
+
+def _first(signals: list[Signal]) -> Signal:
+    return min(signals, key=lambda s: s.order)
+
+
+def resolve_error(state: StartupState) -> ErrorInfo | None:
+    """Pick the root cause among the failure signals; None when the launch has not (visibly) failed."""
+    signals = state.signals
+    deaths = [s for s in signals if s.strength == "death"]
+    fatal = [s for s in signals if s.strength == "fatal"]
+    ready = state.milestones.get("ready")
+    # A CUDA OOM or NCCL error the server survived (it still became ready) is not the failure.
+    causes = [s for s in signals if s.strength == "cause" and (deaths or ready is None)]
+    crashed_exit = state.exited and state.exit_code not in (None, 0) and STOPPED not in state.notes
+    dead = bool(deaths or fatal or crashed_exit)
+    if not dead and not causes:
+        return None
+    # weak signals (a negative profiled KV size, an NCCL warning) explain a death or a stronger cause
+    specific = fatal + causes + ([s for s in signals if s.strength == "weak"] if dead or causes else [])
+    # A SIGKILL after an exception line or a sigquit is SGLang tearing its own tree down, not the OOM killer.
+    marks = [s.order for s in signals if s.strength == "generic" or s.values.get("sigquit")]
+    if marks:
+        teardown_from = min(marks)
+        specific = [s for s in specific if s.error_class != "oom_killed" or s.order < teardown_from]
+    chosen: Signal | None = None
+    if specific:
+        rank = {name: i for i, name in enumerate(CAUSE_PRIORITY)}
+        best = min(rank.get(s.error_class or "other", 99) for s in specific)
+        chosen = _first([s for s in specific if rank.get(s.error_class or "other", 99) == best])
+    else:
+        generic = [s for s in signals if s.strength == "generic"]
+        crashes = [s for s in deaths if s.values.get("crash")]
+        first_generic = _first(generic) if generic else None
+        if crashes and (first_generic is None or _first(crashes).order < first_generic.order):
+            # a fatal signal (segfault, abort, illegal address) before any Python exception is the cause
+            crash = _first(crashes)
+            error_class = "cuda_graph_failed" if crash.phase == "capturing_graphs" else "other"
+            return ErrorInfo(error_class, crash.line, crash.text, crash.phase, crash.time, crash.values)
+        chosen = first_generic
+    # A peer's "other ranks did not finish loading" says more than a generic "scheduler hit an exception".
+    telling = [s for s in deaths if s.values.get("peer_failed")]
+    death = _first(telling or deaths) if deaths else None
+    if chosen is None:
+        killed = [s for s in deaths if s.values.get("killed") or s.values.get("exit_code") == -9]
+        sigquit = any(s.values.get("sigquit") for s in deaths)
+        # SGLang's sigquit handler SIGKILLs its own tree, so -9 after a sigquit is not the OOM killer.
+        if (killed or state.exit_code in (-9, 137)) and not sigquit:
+            source = killed[0] if killed else death
+            if source is None:
+                return ErrorInfo(
+                    "oom_killed", 0, f"process exited with code {state.exit_code}", _phase(state)
+                )
+            return ErrorInfo("oom_killed", source.line, source.text, source.phase, source.time, source.values)
+        signal = SIGNAL_EXITS.get(state.exit_code) if state.exited else None
+        if signal is not None and (death is None or not death.values.get("peer_failed")):
+            text = f"process killed by {signal} (exit code {state.exit_code})"
+            line, time = (death.line, death.time) if death else (0, None)
+            phase = death.phase if death else _phase(state)
+            return ErrorInfo("other", line, text, phase, time, {"crash": True, "signal": signal})
+        if death is None:
+            return ErrorInfo("child_failed", 0, f"process exited with code {state.exit_code}", _phase(state))
+        return ErrorInfo("child_failed", death.line, death.text, death.phase, death.time, death.values)
+    return ErrorInfo(
+        chosen.error_class or "other",
+        chosen.line,
+        chosen.text,
+        chosen.phase,
+        chosen.time,
+        chosen.values,
+        death.line if death and not death.values.get("trailing") else None,
+        death.text if death and not death.values.get("trailing") else None,
+    )
+
+
+def _phase(state: StartupState) -> str:
+    return "running" if state.reached == "ready" else state.reached

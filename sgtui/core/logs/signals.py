@@ -1,0 +1,147 @@
+"""The failure signals a log shows, in order, and what the end-of-log rules need: the last line that said
+what went wrong, the last exception of no known class, a fatal signal whose stack dump may follow."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from sgtui.core.logs.facts import FROM_ERROR, FactStore
+from sgtui.core.logs.failures import names_a_flag_conflict
+from sgtui.core.logs.prefix import LINE_CAP
+from sgtui.core.logs.state import ANSWERED, STOPPED, TRACE_CUT, LogEvent, Signal, StartupState
+from sgtui.core.logs.traceback import TraceTracker
+
+MAX_SIGNALS = 400
+
+
+class FailureLog:
+    """Records `Signal`s into the state with the phase they happened in (frames first, then milestones)."""
+
+    def __init__(self, state: StartupState, trace: TraceTracker, store: FactStore) -> None:
+        self.state = state
+        self.trace = trace
+        self.store = store
+        self.order = 0
+        self.last_generic: tuple[int, str | None] | None = None
+        self.last_message_line = 0  # the last line that said what went wrong (not just that something died)
+        self.last_batch: tuple[int, str] | None = None  # the last "Prefill/Decode batch" line seen
+        self.crash: int | None = None  # index of a fatal-signal death whose stack dump may follow
+
+    def signal(
+        self,
+        found: tuple[str | None, str, dict[str, Any]],
+        n: int,
+        time: str | None,
+        ranks: tuple[str, ...],
+        body: str,
+        events: list[LogEvent],
+    ) -> None:
+        error_class, strength, values = found
+        state, trace = self.state, self.trace
+        if STOPPED in state.notes and (strength in ("death", "generic", "weak") or values.get("crash")):
+            return  # the shutdown someone asked for
+        if strength == "generic":
+            self.last_generic = (n, time)
+            if not values.get("message") and trace.last_source:  # a bare "AssertionError"
+                values = {**values, "source": trace.last_source, "frame": trace.last_frame or None}
+        if strength != "death":
+            self.last_message_line = n
+        phase = self.phase_now()
+        if strength == "generic":
+            if phase == "capturing_graphs":
+                error_class = "cuda_graph_failed"
+            elif trace.hint == "arguments" or names_a_flag_conflict(values.get("message", "")):
+                error_class = "incompatible_flags"
+        if error_class == "cuda_oom" and phase in ("running", "serving") and self.last_batch is not None:
+            values = {**values, "last_batch": batch_values(*self.last_batch)}
+        if error_class == "not_enough_memory" and "mem_fraction_static" in values:
+            self.store.set("mem_fraction_static", values["mem_fraction_static"], FROM_ERROR)
+        if len(state.signals) >= MAX_SIGNALS and (
+            strength in ("generic", "death", "weak")
+            or any(s.error_class == error_class for s in state.signals)
+        ):
+            return
+        self.order += 1
+        text = body[:1000]
+        state.signals.append(Signal(error_class, strength, n, self.order, text, phase, time, values))
+        if values.get("crash"):
+            self.crash = len(state.signals) - 1
+            trace.start(n, time, ignored=False)  # faulthandler's stack dump follows: its frames say where
+        events.append(
+            LogEvent(
+                n, time, ranks, "error", {"error_class": error_class, "strength": strength, **values}, text
+            )
+        )
+        if state.phase != "failed" and state.error is not None:
+            state.phase = "failed"
+            events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
+
+    def phase_now(self) -> str:
+        """The phase a failure seen now happened in: the open traceback's frames first, then the milestones
+        (after ready, the server was serving requests)."""
+        if self.trace.open is not None:
+            from_frames = self.trace.phase()
+            if from_frames is not None:
+                return from_frames
+        reached = self.state.reached
+        return "running" if reached == "ready" else reached
+
+    def update_crash_phase(self) -> None:
+        """faulthandler's stack dump came after the signal line: its frames say which phase it was."""
+        index = self.crash
+        phase = self.trace.phase()
+        if index is None or phase is None or index >= len(self.state.signals):
+            return
+        signal = self.state.signals[index]
+        if signal.phase != phase:
+            self.state.signals[index] = replace(signal, phase=phase)
+            self.state.invalidate()
+
+    def at_end(self, last_record_line: int, last_milestone_line: int, out: list[LogEvent]) -> None:
+        """The end-of-log rules: a traceback or exception that nothing outlived (no later milestone, no
+        ready, no later SGLang record) is how a cut or pasted log shows that the launch died."""
+        state, trace = self.state, self.trace
+        opened = trace.open
+        if (
+            opened is not None
+            and trace.last_frame
+            and self.last_message_line < opened[0]
+            and opened[0] >= last_record_line
+        ):
+            state.notes.add(TRACE_CUT)  # "the child's traceback is right there, cut before its last line"
+            state.facts.setdefault("last_traceback_frame", trace.last_frame)
+        if state.error is not None or "ready" in state.milestones or ANSWERED in state.notes:
+            return
+        if opened is not None and (trace.ignored or trace.exit_noise):
+            return  # "Exception ignored in ..." or multiprocessing's resource tracker at exit
+        if opened is not None and opened[0] < last_record_line:
+            return  # SGLang went on logging after the traceback: it survived it
+        generic = self.last_generic
+        if opened is not None:
+            if self.last_message_line < opened[0]:
+                text = "Traceback (most recent call last): the log ends before the exception's own line"
+                values = {"cut": True, "last_frame": trace.last_frame or None}
+                self.signal((None, "generic", values), opened[0], opened[1], (), text, out)
+            self.signal((None, "death", {"trailing": True}), opened[0], opened[1], (), "(end of log)", out)
+        elif generic is not None and generic[0] > last_milestone_line and generic[0] >= last_record_line:
+            self.signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
+
+
+_BATCH_NUMBERS = re.compile(r"#(new-token|cached-token|running-req|queue-req|new-seq): (\d+)")
+
+
+def batch_values(line: int, raw: str) -> dict[str, Any]:
+    """`Prefill batch, #new-seq: 1, #new-token: 8192, ...` -> {"line", "new_tokens", "cached_tokens", ...}."""
+    names = {
+        "new-token": "new_tokens",
+        "cached-token": "cached_tokens",
+        "running-req": "running_requests",
+        "queue-req": "queued_requests",
+        "new-seq": "new_sequences",
+    }
+    values: dict[str, Any] = {"line": line, "kind": "prefill" if "Prefill batch" in raw else "decode"}
+    for key, number in _BATCH_NUMBERS.findall(raw[:LINE_CAP]):
+        values[names[key]] = int(number)
+    return values

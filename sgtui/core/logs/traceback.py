@@ -1,0 +1,180 @@
+"""Python tracebacks in a log: the frames say where the process was (serving requests, or which startup step),
+the source line under a frame is code (never the error), and the line that ends the traceback names the
+exception, whatever its name looks like (`triton.runtime.errors.OutOfResources: ...`, `KeyboardInterrupt`).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Frames that only run once the scheduler serves: its event loops (normal, overlap, pipeline, disaggregated),
+# one batch's run, the overlap scheduler's forward thread, the tokenizer manager's request handling.
+_SERVING_FUNCS = ("event_loop", "run_batch", "forward_thread_func", "process_batch_result", "handle_generate")
+# A forward pass: serving, unless a startup step (graph capture, a warm-up run, memory profiling) called it.
+_FORWARD_FUNCS = frozenset(
+    {"forward_extend", "forward_decode", "forward_idle", "forward_batch_generation", "forward_split_prefill"}
+)
+# Startup steps that run forward passes of their own.
+_STARTUP_FUNCS = frozenset(
+    {"kernel_warmup", "_dummy_run", "warmup", "profile_run", "capture", "_capture_graph"}
+)
+# Files and functions that name a startup step (the innermost one wins).
+_FRAME_HINTS = (
+    ("cuda_graph_runner", "capturing_graphs"),
+    ("graph_runner", "capturing_graphs"),
+    ("init_cuda_graphs", "capturing_graphs"),
+    ("init_device_graphs", "capturing_graphs"),
+    ("capture_one_batch_size", "capturing_graphs"),
+    ("init_memory_pool", "allocating_pools"),
+    ("pool_configurator", "allocating_pools"),
+    ("kv_cache_configurator", "allocating_pools"),
+    ("profile_max_num_token", "allocating_pools"),
+    ("load_weights", "loading_weights"),
+    ("load_model", "loading_weights"),
+    ("model_loader", "loading_weights"),
+    ("init_torch_distributed", "distributed_init"),
+    ("initialize_model_parallel", "distributed_init"),
+    ("init_distributed_environment", "distributed_init"),
+    ("server_args.py", "arguments"),
+)
+# The line that ends a traceback: a (dotted) class name, then its message. Outside a traceback only names that
+# say what they are count (an Error/Exception/Exit suffix, or a dotted module path before the class).
+EXCEPTION_LINE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(.*))?$")
+_NAMED_EXCEPTION = re.compile(
+    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit)|(?:[a-z_]\w*\.)+[A-Z]\w*)(?::\s*(.*))?$"
+)
+
+
+def frame_file(line: str) -> str:
+    """The file name a `File "/a/b/flashinfer_backend.py", line 452, in f` frame names ("" if none)."""
+    start = line.find('File "')
+    end = line.find('"', start + 6) if start >= 0 else -1
+    return line[start + 6 : end].rsplit("/", 1)[-1] if end > start else ""
+
+
+def frame_func(line: str) -> str:
+    """A frame's function: `..., line 452, in f` (a traceback) or `..., line 452 in f` (faulthandler)."""
+    cut = line.rfind(" in ")
+    return line[cut + 4 :].strip() if cut >= 0 else ""
+
+
+def frame_hint(line: str) -> str | None:
+    for needle, hint in _FRAME_HINTS:
+        if needle in line:
+            return hint
+    return None
+
+
+def exception_line(body: str, in_traceback: bool) -> tuple[str, str] | None:
+    """(exception name, message) when `body` is the line that names an exception."""
+    if not body[:1].isalpha() or body.startswith(("File ", "Traceback", "During handling", "The above")):
+        return None
+    m = (EXCEPTION_LINE if in_traceback else _NAMED_EXCEPTION).match(body)
+    if m is None:
+        return None
+    name = m.group(1)
+    bare = in_traceback and m.group(2) is None and "." not in name
+    # a bare word ends a traceback only if it looks like a class (`KeyboardInterrupt`, `OutOfResources`)
+    if bare and not name.endswith(("Error", "Exception")) and not _looks_like_class(name):
+        return None
+    return name.rsplit(".", 1)[-1], (m.group(2) or "")[:300]
+
+
+def _looks_like_class(name: str) -> bool:
+    return name[1:2].islower() and any(c.isupper() for c in name[1:])
+
+
+class TraceTracker:
+    """The traceback being read: its frames, the step they name, and whether SGLang's own code is in it."""
+
+    def __init__(self) -> None:
+        self.open: tuple[int, str | None] | None = None  # (line, time) of a traceback nothing outlived yet
+        self.frames = 0
+        self.in_sglang = False
+        self.after_frame = False  # the line after `File "..."` is that frame's source code
+        self.last_frame = ""
+        self.last_source = ""
+        self.hint: str | None = None  # innermost startup step a frame names (or "arguments")
+        self.serving = False  # a frame of the serving loop: decisive
+        self.forward = False  # a forward pass outside any startup step
+        self.startup = False  # a startup step that runs forward passes itself
+        self.ignored = False  # Python's "Exception ignored in: ..." (a destructor at exit), not a death
+        self.tail = False  # the previous line was a frame or its source: this one may end the traceback
+        self.at_exit = False  # a frame of the exit machinery (multiprocessing's resource tracker)
+
+    def line(self, body: str, first: str, time: str | None) -> str | None:
+        """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
+        `Thread 0x...` header of another thread; None for any other line (left to the caller)."""
+        if (first == " " or first == "F") and body.lstrip().startswith('File "'):
+            self.frame(body)
+            self.tail = True
+            return "frame"
+        if self.after_frame:
+            self.after_frame = False
+            # the frame's source: indented, or (indentation lost in a paste) anything but the exception line
+            if first == " " or (time is None and exception_line(body, in_traceback=True) is None):
+                self.source(body)
+                self.tail = True
+                return "code"
+        if first == " " and body.lstrip(" ^~") == "":
+            return "code"  # Python 3.11's ^^^^ markers under that source line
+        if first == "r" and body.startswith("raise "):
+            self.source(body)  # `raise RuntimeError(f"NCCL error: {e}")` is code; the next line is the error
+            self.tail = True
+            return "code"
+        if first == "T" and body.startswith("Thread 0x"):
+            return "thread"
+        return None
+
+    def start(self, n: int, time: str | None, ignored: bool) -> None:
+        self.open = (n, time)
+        self.frames = 0
+        self.in_sglang = False
+        self.hint = None
+        self.serving = self.forward = self.startup = self.at_exit = False
+        self.ignored = ignored
+
+    def frame(self, body: str) -> None:
+        self.after_frame = True
+        self.last_frame = frame_file(body)
+        self.frames += 1
+        if "sglang/" in body and _SGLANG_FRAME.search(body):
+            self.in_sglang = True
+        if "/multiprocessing/" in body or "atexit" in body:
+            self.at_exit = True
+        func = frame_func(body)
+        if func.startswith(_SERVING_FUNCS):
+            self.serving = True
+        elif func in _FORWARD_FUNCS:
+            self.forward = True
+        elif func in _STARTUP_FUNCS:
+            self.startup = True
+        if "graph_runner" in body and func.startswith("replay"):
+            self.forward = True  # replaying a captured graph is a decode step while serving
+            return
+        hint = frame_hint(body)
+        if hint is not None:
+            self.hint = hint
+
+    @property
+    def exit_noise(self) -> bool:
+        """A traceback of Python's exit machinery with no SGLang frame: printed while exiting, not a death."""
+        return self.at_exit and not self.in_sglang
+
+    def source(self, body: str) -> None:
+        self.after_frame = False
+        self.last_source = body.strip()[:200]
+
+    def phase(self) -> str | None:
+        """The phase the frames put the failure in: serving ("running") before any startup step they name."""
+        if self.serving:
+            return "running"
+        if self.hint is not None and self.hint != "arguments":
+            return self.hint
+        if self.forward and not self.startup:
+            return "running"
+        return None
+
+
+# A frame in SGLang's own code (not merely under a conda env that happens to be called "sglang").
+_SGLANG_FRAME = re.compile(r"(?:-packages|python|\.\.\.)/sglang/|sglang/srt/")

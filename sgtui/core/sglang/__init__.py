@@ -1,0 +1,1 @@
+"""What SGLang is, per release: version numbers, flag tables and the release windows of its rules."""
