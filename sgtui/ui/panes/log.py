@@ -122,9 +122,12 @@ class LogPane(Horizontal):
             bits.append(f"filter {log.filter_text!r}")
         bits.append(f"{log.total_lines:,} lines")
         status = self.query_one("#log-status", Static)
-        if session is not None and session.run.log_path:
+        if session is not None:
+            node = session.nodes.get(session.log_rank if session.log_rank is not None else min(session.nodes))
+            path = node.run.log_path if node is not None else ""
             room = status.content_size.width - len(" · ".join(bits)) - len(" · ")
-            bits.append(tail_of(session.run.log_path, room))
+            if path:
+                bits.append(tail_of(path, room))
         # one fixed line, redrawn without a layout pass: this runs for every batch of a log flood
         status.update(extra or " · ".join(bits), layout=False)
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from textual.message import Message
 
+from sgtui.core.node_progress import WORKER_DONE
 from sgtui.ui import messages as m
 from sgtui.ui.session.ages import Ages
 from sgtui.ui.session.gpu_history import GpuHistory
@@ -118,6 +119,12 @@ class RunSession:
 
     @property
     def phase(self) -> str:
+        """The startup phase to show: node 0's, or while a multi-node run starts, the first node still
+        starting ("n1 loading weights")."""
+        if self.multi_node:
+            for rank, node in sorted(self.nodes.items()):
+                if node.outcome == "starting":
+                    return f"n{rank} {node.timeline.phase}"
         return self.timeline.phase
 
     @property
@@ -126,7 +133,15 @@ class RunSession:
         return self.nodes[min(self.nodes)].timeline
 
     def node_timelines(self) -> list[tuple[int, str, TimelineView]]:
-        return [(rank, n.run.host, n.timeline) for rank, n in sorted(self.nodes.items())]
+        """(rank, host, timeline) per node; a worker node whose schedulers are up reads "ready"."""
+        return [
+            (
+                rank,
+                n.run.host,
+                replace(n.timeline, phase="ready") if rank and n.outcome == "ready" else n.timeline,
+            )
+            for rank, n in sorted(self.nodes.items())
+        ]
 
     # fed by the tail workers ----------------------------------------------------------------------
     def feed(self, rank: int, lines: list[str], offset: int) -> None:
@@ -146,6 +161,8 @@ class RunSession:
             self.milestones_seen(tracker.milestone_kinds())
             self.post(m.StartupChanged(self.key, rank))
         outcome = tracker.outcome
+        if rank > 0 and outcome == "starting" and any(k in tracker.state.milestones for k in WORKER_DONE):
+            outcome = "ready"  # a worker node never serves HTTP: its schedulers finishing is its last word
         if outcome != node.outcome and outcome in ("ready", "failed"):
             node.outcome = outcome
             self.flush()
