@@ -74,7 +74,7 @@ class Follower:
             return
         while True:
             await asyncio.sleep(STALL_CHECK_S)
-            event = check(time.time())
+            event = check()
             if event is not None:
                 self.session.stalled(self.rank, str(getattr(event, "text", "") or event))
 
