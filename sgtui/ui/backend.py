@@ -38,7 +38,9 @@ class Backend(Protocol):
         """The runs recorded on the target, oldest first, each with its current state."""
         ...
 
-    async def launch(self, profile: Any) -> RunView: ...
+    async def launch(self, profile: Any) -> list[RunView]:
+        """One record per node (one for a single-node profile), node 0 first."""
+        ...
 
     def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
         """Log lines from byte `offset`; yields (offset after them, lines). Complete lines while the run

@@ -109,15 +109,22 @@ class DeployActions:
             app.notify("no run is followed: open one in the runs tab (4)", severity="warning")
             return
         run = session.run
+        if run.foreign:
+            app.notify(f"{run.run_id} is not sgtui's to stop: {run.foreign}", severity="error", timeout=10)
+            return
+        runs = session.records
 
         def answer(yes: bool | None) -> None:
             if yes:
-                app.controller.stop(run)
+                app.controller.stop(runs)
 
+        where = (
+            f"{len(runs)} nodes ({', '.join(r.host for r in runs)}): the workers first, then node 0"
+            if len(runs) > 1
+            else f"{run.host} › {run.target}"
+        )
         app.push_screen(
-            ConfirmScreen(
-                f"Stop {run.run_id}?", f"{run.host} › {run.target}: TERM to its process group, then KILL"
-            ),
+            ConfirmScreen(f"Stop {run.run_id}?", f"{where}: TERM to its process group, then KILL"),
             answer,
         )
 
@@ -135,7 +142,7 @@ class DeployActions:
 
     def _restart(self, session: Any) -> None:
         app = self.app
-        run = session.run
+        run, runs = session.run, session.records
         profile = self._profile_to_launch()
         if profile is None:
             return
@@ -145,12 +152,12 @@ class DeployActions:
             if holder is not None:
                 self._offer_stop_holder(holder, session)
                 return
-            app.controller.stop(run, then_launch=(profile, predicted))
+            app.controller.stop(runs, then_launch=(profile, predicted))
             return
 
         def answer(yes: bool | None) -> None:
             if yes:
-                app.controller.stop(run, then_launch=(profile, predicted))
+                app.controller.stop(runs, then_launch=(profile, predicted))
 
         app.push_screen(
             ConfirmScreen(
@@ -179,7 +186,7 @@ class DeployActions:
 
         def answer(yes: bool | None) -> None:
             if yes:
-                app.controller.stop(holder)
+                app.controller.stop([holder])
                 app.notify(f"stopping {holder.run_id}; r restarts {session.key} once its GPUs are free")
 
         app.push_screen(

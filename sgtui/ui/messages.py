@@ -74,19 +74,20 @@ class ModelConfigRead(Message):
 class RunStarted(Message):
     """A launch succeeded: the app follows the new run (with the fit it was launched on)."""
 
-    def __init__(self, run: RunView, predicted: dict[str, Any] | None) -> None:
+    def __init__(self, runs: list[RunView], predicted: dict[str, Any] | None) -> None:
         super().__init__()
-        self.run = run
+        self.runs = runs  # one per node, node 0 first
         self.predicted = predicted
 
 
 class LogLines(Message):
     """A followed run's new lines (already in its session's buffer), as (node rank, line)."""
 
-    def __init__(self, key: str, lines: list[tuple[int, str]], skipped: int = 0) -> None:
+    def __init__(self, key: str, lines: list[tuple[int, str]], skipped: int = 0, upto: int = 0) -> None:
         super().__init__()
         self.key = key
         self.lines = lines
+        self.upto = upto  # the buffer's line count after these: a view filled later has them already
         self.skipped = skipped  # lines a flood outran just before these (never kept)
 
 

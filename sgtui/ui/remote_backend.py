@@ -58,6 +58,8 @@ def container_of(target: Target) -> ContainerView | None:
 def run_state_name(status: RunStatus) -> str:
     if status.state is RunState.RUNNING:
         return "running"
+    if status.state is RunState.FOREIGN:
+        return "foreign"
     if status.state is RunState.EXITED:
         return "exited" if status.rc == 0 else "failed"
     return "stopped"
@@ -75,6 +77,8 @@ def run_view(record: RunRecord, state: str, profile: str = "") -> RunView:
         started=started or record.id[:15],
         pgid=record.pgid,
         gpus=tuple(record.gpus),
+        node_rank=record.node_rank,
+        foreign=record.foreign or "",
         raw=record,
     )
 
@@ -321,15 +325,30 @@ class RemoteBackend:
             for r, s in zip(records, statuses, strict=True)
         ]
 
-    async def launch(self, profile: Any) -> RunView:
+    async def launch(self, profile: Any) -> list[RunView]:
+        """One record per node: a multi-node profile is checked on every node first (every problem at
+        once), then node 0 starts and the others after it, under one run id."""
         from sgtui.core.profiles import dump_profile
 
+        if getattr(profile, "nodes", None):
+            return await self._launch_nodes(profile, dump_profile(profile))
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
         argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
         record = await self._manager(profile.host, target).launch(
             argv, profile.env, profile_yaml=dump_profile(profile), gpus=profile.gpus or []
         )
-        return run_view(record, "starting", profile.name)
+        return [run_view(record, "starting", profile.name)]
+
+    async def _launch_nodes(self, profile: Any, profile_yaml: str) -> list[RunView]:
+        from sgtui.remote.multinode import MultiNode
+
+        nodes = MultiNode(profile, self.pool, self.runs_dir)
+        address = await nodes.dist_init_addr()
+        problems = await nodes.precheck(address)
+        if problems:
+            raise RemoteError("not launched: " + "; ".join(str(p) for p in problems))
+        records = await nodes.launch(address, profile_yaml)
+        return [run_view(r, "starting", profile.name) for r in records]
 
     async def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
         """Follows until the run is gone and one more status poll found nothing new in the log."""

@@ -109,6 +109,15 @@ class Routing(Base):
         self.push_screen(PasswordScreen(prompt), lambda value: answer.done() or answer.set_result(value))
         return await answer
 
+    def relist(self, host: str) -> None:
+        """List the runs again where a run changed: the deployment's target on its host, the bare host
+        elsewhere."""
+        d = self.deployment
+        if host == d.host:
+            self.controller.list_runs(host, d.target)
+        else:
+            self.controller.list_runs(host, None)
+
     def on_containers_found(self, message: m.ContainersFound) -> None:
         if not self.is_running:
             return
@@ -195,17 +204,26 @@ class Routing(Base):
         host.set_runs(message.target, message.runs)
         for run in message.runs:
             session = self.followed.get(run.run_id)
-            if session is not None:
-                session.host_says(run)
-        if message.host == self.deployment.host and message.host not in self._reattach_checked:
-            alive = [r for r in message.runs if r.state in ALIVE]
-            if alive:
-                self._reattach_checked.add(message.host)
-                for run in alive[:-1]:
-                    self.follow(run, None, fresh=False, view=False)
-                run = alive[-1]
-                self.notify(f"reattached to {run.run_id}, still {run.state} on {run.host}", timeout=8)
-                self.follow(run, None, fresh=False)
+            if session is None:
+                continue
+            rank = run.node_rank or 0
+            if rank not in session.nodes and not run.foreign:  # a node found after the run was followed
+                session.add_node(run)
+                self.controller.follow_node(session, rank)
+            session.host_says(run)
+        where = (message.host, message.target)
+        if message.host == self.deployment.host and where not in self._reattach_checked:
+            self._reattach_checked.add(where)  # once per target: a run launched later is not "reattached"
+            alive = [
+                r
+                for r in message.runs
+                if r.state in ALIVE and not r.foreign and r.run_id not in self.followed and not r.node_rank
+            ]
+            for run in alive:
+                view = run is alive[-1] and self.session is None
+                if view:
+                    self.notify(f"reattached to {run.run_id}, still {run.state} on {run.host}", timeout=8)
+                self.follow(run, None, fresh=False, view=view)
         self.draw_runs()
         self.fleet_pane.refresh_fleet()
 
@@ -219,21 +237,34 @@ class Routing(Base):
         self.main.query_one(RunsTable).show(runs, marks)
 
     def on_run_started(self, message: m.RunStarted) -> None:
-        if not self.is_running:
+        if not self.is_running or not message.runs:
             return
-        self.follow(message.run, message.predicted, fresh=True)
-        run = message.run
-        self.controller.list_runs(
-            run.host, self.deployment.target if run.host == self.deployment.host else None
-        )
+        self.follow(message.runs[0], message.predicted, fresh=True, nodes=message.runs)
+        for host in dict.fromkeys(r.host for r in message.runs):
+            self.relist(host)
 
-    def follow(self, run: RunView, predicted: dict[str, Any] | None, fresh: bool, view: bool = True) -> None:
-        """Follow `run` (alongside the others already followed) and, with `view`, show it."""
+    def follow(
+        self,
+        run: RunView,
+        predicted: dict[str, Any] | None,
+        fresh: bool,
+        view: bool = True,
+        nodes: list[RunView] | None = None,
+    ) -> None:
+        """Follow `run` (alongside the others already followed), every node of it, and with `view` show
+        it. A run's other nodes come from `nodes` or from the runs listed on every host."""
+        if run.foreign:
+            self.notify(f"{run.run_id} is not sgtui's: {run.foreign}", severity="warning", timeout=8)
+            return
         session = self.followed.get(run.run_id)
         if session is None:
             session = RunSession(
                 run, predicted, self.post_message, max_lines=self.max_log_lines, clock=self.clock
             )
+            siblings = nodes if nodes is not None else self.fleet.all_runs()
+            for other in siblings:
+                if other.run_id == run.run_id and other.node_rank != run.node_rank and not other.foreign:
+                    session.add_node(other)
             for gone in self.followed.add(session):
                 self.controller.unfollow(gone.key)
             if fresh:
@@ -261,7 +292,7 @@ class Routing(Base):
             return
         session = self.followed.in_view
         if session is not None and session.key == message.key:
-            self.log_pane.append(session, message.lines, message.skipped)
+            self.log_pane.append(session, message.lines, message.skipped, message.upto)
 
     def on_startup_changed(self, message: m.StartupChanged) -> None:
         if not self.is_running:
@@ -299,7 +330,7 @@ class Routing(Base):
                 timeout=10,
             )
         for host in session.hosts:
-            self.controller.list_runs(host, self.deployment.target if host == self.deployment.host else None)
+            self.relist(host)
         self.draw_runs()
         self.draw_status()
         self.refresh_bindings()

@@ -107,16 +107,17 @@ class FakeBackend:
     async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
         return list(self.existing_runs)
 
-    async def launch(self, profile: Any) -> RunView:
+    async def launch(self, profile: Any) -> list[RunView]:
         self.launched.append(profile)
         n = len(self.launched)
         run = RunView(f"run-{n}", "pve", "lxc 129", profile.name, "starting", f"/var/log/sgtui/run-{n}.log")
         self.existing_logs[run.run_id] = self.launch_logs[n - 1] if n <= len(self.launch_logs) else []
         self.existing_runs.append(run)
-        return run
+        return [run]
 
     async def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
-        lines = self.existing_logs.get(run.run_id, [])
+        key = run.run_id if run.node_rank is None else f"{run.run_id}:{run.node_rank}"
+        lines = self.existing_logs.get(key, [])
         pos = offset
         for i in range(0, len(lines), 5):
             chunk = lines[i : i + 5]

@@ -71,7 +71,13 @@ def gpu_text(host: HostModel) -> Text:
 
 
 def runs_text(count: int, health: str | None) -> Text:
+    """ "2 runs stalled": the live runs and their worst health; "no live run, last failed" when the
+    newest run there ended badly; "no runs" otherwise."""
     if not count:
+        if health == "failed":
+            text = Text("no live run, last ", style="dim")
+            text.append("failed", style=HEALTH_STYLE["failed"])
+            return text
         return Text("no runs", style="dim")
     text = Text(f"{count} run{'s' if count != 1 else ''} ")
     text.append(health or "?", style=HEALTH_STYLE.get(health or "", ""))

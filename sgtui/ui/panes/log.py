@@ -29,6 +29,7 @@ class LogPane(Horizontal):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.max_lines = max_lines
         self.session: RunSession | None = None
+        self.upto = 0  # the session's buffer count the view holds: older batches are already shown
 
     def compose(self) -> ComposeResult:
         yield LogColumn(max_lines=self.max_lines, id="log-col")
@@ -65,14 +66,16 @@ class LogPane(Horizontal):
             self.query_one(NodeTimeline).show([])
             self.query_one(DiagnosisPanel).show([])
             return
-        column.set_path(session.run.log_path)
+        self.upto = session.log.total
+        column.set_path(self._shown_path(session))
         log.append(session.log.lines(session.log_rank))
         self.show_timeline()
         self.show_diagnosis()
 
-    def append(self, session: RunSession, batch: list[tuple[int, str]], skipped: int) -> None:
-        if session is not self.session:
+    def append(self, session: RunSession, batch: list[tuple[int, str]], skipped: int, upto: int) -> None:
+        if session is not self.session or upto <= self.upto:
             return
+        self.upto = upto
         rank = session.log_rank
         multi = session.log.multi_node
         if rank is not None:
@@ -112,7 +115,16 @@ class LogPane(Horizontal):
         if session is not None and session.multi_node:
             where = "all nodes" if session.log_rank is None else f"node {session.log_rank}"
         column.where = where
+        if session is not None:
+            column.path = self._shown_path(session)
         column.set_extra(extra)
+
+    @staticmethod
+    def _shown_path(session: RunSession) -> str:
+        """The log file of the node shown (node 0's when all nodes are interleaved)."""
+        rank = session.log_rank if session.log_rank is not None else min(session.nodes)
+        node = session.nodes.get(rank)
+        return node.run.log_path if node is not None else ""
 
     def open_filter(self) -> None:
         self.column.open_search()

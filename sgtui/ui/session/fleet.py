@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from sgtui.ui.session.ages import Ages
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
 
-HEALTH_ORDER = ("failed", "stalled", "starting", "running", "ready")  # worst first
+HEALTH_ORDER = ("failed", "stalled", "starting", "running", "ready")  # worst first; ended runs rank none
 ALIVE_STATES = ("starting", "running", "ready", "stalled")
 BUSY_MIB = 1024  # a GPU holding more than this is in use (a driver context alone takes ~500 MiB)
 
@@ -122,8 +122,12 @@ class FleetState:
         return [run for h in self.hosts.values() for run in h.runs]
 
     def run_health(self, host: str, state_of: Callable[[RunView], str]) -> tuple[int, str | None]:
-        """How many runs are alive on `host`, and the worst health among them (or a failure that is
-        being followed)."""
-        states = [state_of(r) for r in self.host(host).runs]
-        alive = [s for s in states if s in ALIVE_STATES]
-        return len(alive), worst(alive) if alive else None
+        """How many runs are alive on `host`, and the worst health among them and the newest run of each
+        target (a run that just failed counts until another is launched there; older history does not)."""
+        runs = self.host(host).runs
+        newest: dict[str, RunView] = {}
+        for run in runs:  # oldest first: the last one per target stays
+            newest[run.target] = run
+        alive = [state_of(r) for r in runs if state_of(r) in ALIVE_STATES]
+        counted = alive + [state_of(r) for r in newest.values() if state_of(r) not in ALIVE_STATES]
+        return len(alive), worst(counted)

@@ -44,7 +44,10 @@ class FollowedRuns:
     def remove(self, key: str) -> RunSession | None:
         if self.viewed == key:
             self.viewed = None
-        return self._sessions.pop(key, None)
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            session.in_view = False
+        return session
 
     @property
     def in_view(self) -> RunSession | None:
@@ -53,8 +56,12 @@ class FollowedRuns:
     def view(self, key: str) -> RunSession | None:
         session = self._sessions.get(key)
         if session is not None:
+            before = self.in_view
+            if before is not None:
+                before.in_view = False
             self.viewed = key
             session.unseen = None
+            session.in_view = True
         return session
 
     def step(self, delta: int) -> RunSession | None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from textual.message import Message
 
 from sgtui.core.logs.state import parse_seconds
+from sgtui.core.node_progress import WORKER_DONE
 from sgtui.ui import messages as m
 from sgtui.ui.session.ages import Ages
 from sgtui.ui.session.gpu_history import GpuHistory
@@ -67,6 +68,7 @@ class RunSession:
         self.unseen: str | None = None  # a change ("ready", "failed", "stalled") made while not in view
         self.log_rank: int | None = None  # the node the log view shows; None: all, with a node column
         self.stop_text = ""
+        self.in_view = False  # set by FollowedRuns: only the run in view posts its lines (the rest buffer)
         self.told = False
         self._skipped_told = 0  # whether the logs (or the host) have said anything about the outcome yet
         self.add_node(run)
@@ -86,6 +88,11 @@ class RunSession:
     def run(self) -> RunView:
         """The record of node 0 (the only one of a single-node run); its state is `self.state`."""
         return self.nodes[min(self.nodes)].run
+
+    @property
+    def records(self) -> list[RunView]:
+        """Every node's record, node 0 first."""
+        return [n.run for _, n in sorted(self.nodes.items())]
 
     @property
     def run_id(self) -> str:
@@ -114,6 +121,12 @@ class RunSession:
 
     @property
     def phase(self) -> str:
+        """The startup phase to show: node 0's, or while a multi-node run starts, the first node still
+        starting ("n1 loading weights")."""
+        if self.multi_node:
+            for rank, node in sorted(self.nodes.items()):
+                if node.outcome == "starting":
+                    return f"n{rank} {node.timeline.phase}"
         return self.timeline.phase
 
     @property
@@ -122,7 +135,15 @@ class RunSession:
         return self.nodes[min(self.nodes)].timeline
 
     def node_timelines(self) -> list[tuple[int, str, TimelineView]]:
-        return [(rank, n.run.host, n.timeline) for rank, n in sorted(self.nodes.items())]
+        """(rank, host, timeline) per node; a worker node whose schedulers are up reads "ready"."""
+        return [
+            (
+                rank,
+                n.run.host,
+                replace(n.timeline, phase="ready") if rank and n.outcome == "ready" else n.timeline,
+            )
+            for rank, n in sorted(self.nodes.items())
+        ]
 
     # fed by the tail workers ----------------------------------------------------------------------
     def feed(self, rank: int, lines: list[str], offset: int) -> None:
@@ -142,6 +163,8 @@ class RunSession:
             self.milestones_at_log_times(tracker)
             self.post(m.StartupChanged(self.key, rank))
         outcome = tracker.outcome
+        if rank > 0 and outcome == "starting" and any(k in tracker.state.milestones for k in WORKER_DONE):
+            outcome = "ready"  # a worker node never serves HTTP: its schedulers finishing is its last word
         if outcome != node.outcome and outcome in ("ready", "failed"):
             node.outcome = outcome
             self.flush()
@@ -159,7 +182,8 @@ class RunSession:
             by_rank.setdefault(rank, []).append(line)
         for rank, lines in by_rank.items():
             self.log.add(rank, lines)
-        self.post(m.LogLines(self.key, batch, skipped))
+        if self.in_view:  # a run out of view keeps its lines; the view refills from the buffer
+            self.post(m.LogLines(self.key, batch, skipped, self.log.total))
 
     def ended(self, rank: int, state: str, returncode: int | None = None) -> None:
         """A node's log is read to its end and its process is gone; `state` is the host's word.

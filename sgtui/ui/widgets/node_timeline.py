@@ -30,6 +30,8 @@ def node_timeline_text(nodes: list[tuple[int, str, TimelineView]]) -> Text:
             text.append(f" {elapsed(view.elapsed_s)}", style="dim")
         text.append("\n   ")
         for m in view.milestones:
+            if rank > 0 and m.kind == "ready":  # only node 0 serves HTTP; a worker is done at its graphs
+                continue
             style = "green" if m.done else "dim"
             text.append(("✓" if m.done else "·") + SHORT.get(m.label, m.label) + " ", style=style)
         text.append("\n")

@@ -139,44 +139,54 @@ class Controller:
 
     async def _launch(self, profile: Any, predicted: dict[str, Any] | None) -> None:
         try:
-            run = await self.backend.launch(profile)
+            runs = await self.backend.launch(profile)
         except Exception as exc:
             self.post(m.ServiceError("launch", str(exc)))
             return
-        self.post(m.RunStarted(run, predicted))
+        self.post(m.RunStarted(runs, predicted))
 
     def follow(self, session: RunSession) -> None:
         """Tail every node of `session` into it; following it again restarts its tails from the start."""
         self.unfollow(session.key)
-        self._tails[session.key] = [
-            self._worker(Follower(self.backend, session, rank).run(), "tail", f"tail:{session.key}:{rank}")
-            for rank in session.nodes
-        ]
+        for rank in session.nodes:
+            self.follow_node(session, rank)
+
+    def follow_node(self, session: RunSession, rank: int) -> None:
+        worker = self._worker(
+            Follower(self.backend, session, rank).run(), "tail", f"tail:{session.key}:{rank}"
+        )
+        self._tails.setdefault(session.key, []).append(worker)
 
     def unfollow(self, key: str) -> None:
         for worker in self._tails.pop(key, []):
             worker.cancel()
 
-    def stop(self, run: RunView, then_launch: tuple[Any, dict[str, Any] | None] | None = None) -> None:
-        self._worker(self._stop(run, then_launch), "stop", f"stop:{run.run_id}", exclusive=True)
+    def stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None = None) -> None:
+        """Stop every node of a run, the workers first and node 0 last (SGLang's own teardown order),
+        wait until their GPUs are free, then optionally launch again."""
+        key = runs[0].run_id
+        self._worker(self._stop(runs, then_launch), "stop", f"stop:{key}", exclusive=True)
 
-    async def _stop(self, run: RunView, then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
-        self.post(
-            m.StopProgress(run.run_id, f"stopping {run.run_id} (TERM, then KILL after the grace period)")
-        )
+    async def _stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
+        key = runs[0].run_id
+        self.post(m.StopProgress(key, f"stopping {key} (TERM, then KILL after the grace period)"))
+        workers = [r for r in runs if (r.node_rank or 0) != 0]
+        heads = [r for r in runs if (r.node_rank or 0) == 0]
         try:
-            await self.backend.stop(run)
-            async for line in self.backend.wait_gpus_free(run, timeout=120.0):
-                self.post(m.StopProgress(run.run_id, line))
+            if workers:
+                await asyncio.gather(*(self.backend.stop(r) for r in workers))
+            for run in heads:
+                await self.backend.stop(run)
+            for run in runs:
+                async for line in self.backend.wait_gpus_free(run, timeout=120.0):
+                    self.post(m.StopProgress(key, line))
         except TimeoutError:
-            self.post(
-                m.StopProgress(run.run_id, "the GPUs were not freed in time: see the holders", True, False)
-            )
+            self.post(m.StopProgress(key, "the GPUs were not freed in time: see the holders", True, False))
             return
         except Exception as exc:
-            self.post(m.StopProgress(run.run_id, f"stop failed: {exc}", True, False))
+            self.post(m.StopProgress(key, f"stop failed: {exc}", True, False))
             return
-        self.post(m.StopProgress(run.run_id, f"{run.run_id} stopped; its GPUs are free", True, True))
+        self.post(m.StopProgress(key, f"{key} stopped; its GPUs are free", True, True))
         if then_launch is not None:
             await self._launch(*then_launch)
 
