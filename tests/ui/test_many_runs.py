@@ -11,8 +11,8 @@ from sgtui.core.profiles import Profile
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.views import RunView
+from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.widgets.node_timeline import NodeTimeline
-from sgtui.ui.widgets.run_log import RunLog
 from sgtui.ui.widgets.timeline import Timeline
 from tests.ui.conftest import wait_for
 from tests.ui.fakes import FakeBackend
@@ -56,14 +56,14 @@ async def test_two_runs_are_followed_and_the_one_out_of_view_announces_ready_onc
         assert str(table.get_row("run-7")[0]) == "!"
         # the one in view keeps its own log and diagnosis
         await wait_for(
-            pilot, lambda: app.query_one(RunLog).line_count == len(failing_log()), what="all of it"
+            pilot, lambda: app.query_one(LogView).line_count == len(failing_log()), what="all of it"
         )
         assert app.log_pane.diagnosis.diagnoses
 
         await pilot.press("right_square_bracket")
         assert app.current is not None and app.current.run_id == "run-7"
         assert app.run_state == "ready"
-        assert app.query_one(RunLog).line_count == len(ready_log())
+        assert app.query_one(LogView).line_count == len(ready_log())
         assert app.query_one(Timeline).view.phase == "ready"
         assert not app.log_pane.diagnosis.diagnoses  # run-8's diagnosis stays with run-8
         assert app.followed.get("run-7").unseen is None  # type: ignore[union-attr]
@@ -89,7 +89,7 @@ async def test_the_palette_switches_to_a_followed_run_by_its_id(profile: Profile
         await pilot.pause(0.3)
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.current is not None and app.current.run_id == "run-7", what="run-7")
-        await wait_for(pilot, lambda: app.query_one(RunLog).line_count == 6, what="run-7's own lines")
+        await wait_for(pilot, lambda: app.query_one(LogView).line_count == 6, what="run-7's own lines")
 
 
 async def test_each_followed_run_keeps_its_own_gpu_history_and_a_bounded_log(profile: Profile) -> None:
@@ -123,8 +123,8 @@ async def test_a_multi_node_run_has_one_timeline_per_node_and_a_log_with_a_node_
         session = app.session
         assert session is not None
         total = len(ready_log()) + 3
-        await wait_for(pilot, lambda: app.query_one(RunLog).line_count == total, what="both nodes' lines")
-        lines = list(app.query_one(RunLog).lines)
+        await wait_for(pilot, lambda: app.query_one(LogView).line_count == total, what="both nodes' lines")
+        lines = list(app.query_one(LogView).lines)
         assert {line.split(" │ ")[0] for line in lines} == {"n0", "n1"}
         nodes = app.query_one(NodeTimeline)
         await wait_for(
@@ -134,8 +134,8 @@ async def test_a_multi_node_run_has_one_timeline_per_node_and_a_log_with_a_node_
         assert nodes.nodes[1][2].phase != "ready"
         assert app.run_state != "ready"  # ready only when every node is
         await pilot.press("v")
-        assert session.log_rank == 0 and app.query_one(RunLog).line_count == len(ready_log())
+        assert session.log_rank == 0 and app.query_one(LogView).line_count == len(ready_log())
         await pilot.press("v")
-        assert session.log_rank == 1 and app.query_one(RunLog).line_count == 3
+        assert session.log_rank == 1 and app.query_one(LogView).line_count == 3
         await pilot.press("v")
-        assert session.log_rank is None and app.query_one(RunLog).line_count == total
+        assert session.log_rank is None and app.query_one(LogView).line_count == total

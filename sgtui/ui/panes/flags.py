@@ -131,7 +131,9 @@ class FlagsPane(Horizontal):
             return
         d.fit_report = message.report
         self._show_fit(message.report, message.error)
-        await self.form.set_hints(hints_from_report(message.report))
+        forms = self.query(LaunchForm)
+        if forms:  # else the form is being rebuilt for another version; its own fit follows
+            await forms.first().set_hints(hints_from_report(message.report))
 
     def prediction(self) -> dict[str, Any] | None:
         """The fit for exactly the flags being launched (the debounced panel may lag a fresh edit)."""
