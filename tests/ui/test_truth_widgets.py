@@ -179,3 +179,20 @@ async def test_the_form_knows_when_its_edits_are_unsaved() -> None:
         assert app.widget.dirty
         app.widget.mark_saved()
         assert not app.widget.dirty
+
+
+def test_a_lost_host_keeps_its_last_gpu_row_greyed() -> None:
+    from sgtui.ui.panes.hosts import gpu_text, host_label
+    from sgtui.ui.session import FleetState
+
+    fleet = FleetState()
+    host = fleet.host("pve")
+    host.set_state("connected")
+    host.set_gpus([GpuView(0, "NVIDIA RTX A6000", 24_000, 49_140, 3)])
+    summary = gpu_text(host).plain
+    assert summary and summary in host_label(host).plain
+    host.set_state("lost", "keepalive timeout")
+    lost = host_label(host)
+    assert "lost" in lost.plain and summary in lost.plain  # still there, as the last value known
+    greyed = [span for span in lost.spans if "strike" in str(span.style)]
+    assert greyed, "the last known GPU values are shown struck through and dim"

@@ -52,6 +52,15 @@ class Pick:
 StateOf = Callable[[RunView], str]
 
 
+def gpu_text_of(host: HostModel) -> Text:
+    """The GPU summary whatever the connection state (a lost host shows its last one, greyed)."""
+    state, host.state = host.state, "connected"
+    try:
+        return gpu_text(host)
+    finally:
+        host.state = state
+
+
 def gpu_text(host: HostModel) -> Text:
     """GPUs in use / total, a fixed-scale bar per GPU, and memory used / total."""
     summary = host.gpu_summary()
@@ -97,6 +106,13 @@ def host_label(host: HostModel, runs: tuple[int, str | None] = (0, None), width:
         text.append(gpu_text(host))
         text.append("  ")
         text.append(runs_text(*runs))
+    elif state == "lost" and host.gpus:  # the last values known, greyed: they are no longer live
+        last = Text(" ")
+        last.append(gpu_text_of(host))
+        last.append("  ")
+        last.append(runs_text(*runs))
+        last.stylize("dim strike")
+        text.append(last)
     elif host.detail:  # why it is not connected, in one line
         text.append(" ")
         text.append(Text(host.detail.splitlines()[0], style="dim"))

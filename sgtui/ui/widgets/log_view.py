@@ -71,6 +71,7 @@ class LogView(ScrollView, can_focus=True):
         self.highlighter = LogHighlighter()
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
         self._generation = 0
+        self._end_pending = False
 
     # ---- feeding --------------------------------------------------------------------------------------
     @property
@@ -122,8 +123,19 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
 
     def _to_end(self) -> None:
+        """To the last row now, and again once the layout settles (a new height or a scrollbar appearing
+        changes where the end is); one re-check per refresh however many batches arrive."""
         height = self.scrollable_content_region.height
         self.scroll_to(y=max(0, self.store.row_count - height), animate=False, immediate=True)
+        if not self._end_pending:
+            self._end_pending = True
+            self.call_after_refresh(self._settle_end)
+
+    def _settle_end(self) -> None:
+        self._end_pending = False
+        if self.following:
+            height = self.scrollable_content_region.height
+            self.scroll_to(y=max(0, self.store.row_count - height), animate=False, immediate=True)
 
     # ---- following ------------------------------------------------------------------------------------
     def set_following(self, follow: bool) -> None:
