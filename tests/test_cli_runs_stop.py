@@ -133,13 +133,42 @@ def test_runs_are_private_foreign_records_are_refused_and_own_runs_stop(
         victim.wait()
 
 
-def test_stop_without_a_terminal_or_yes_asks_instead_of_stopping(tmp_path: Path) -> None:
+def _on_a_terminal(args: list[str], answer: str, config_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`sgtui ARGS` with a terminal on stdin that types `answer`."""
+    import pty
+    import sys
+
+    leader, follower = pty.openpty()
+    os.write(leader, f"{answer}\n".encode())
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "sgtui", *args],
+            stdin=follower,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "SGTUI_CONFIG_DIR": str(config_dir)},
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+def test_stop_asks_first_unless_yes_and_refuses_bad_input(tmp_path: Path) -> None:
     with running_sim_host(tmp_path) as host:
         profile = host.profile(PROFILE)
         run = _launch(tmp_path, profile)
         asked = sgtui("stop", str(run["id"]), "--profile", str(profile), config_dir=tmp_path)
         assert asked.returncode == 2 and "pass --yes" in asked.stderr
         assert _runs(tmp_path, profile)[0]["state"] == "running"
+        for answer, code in (("n", 2), ("y", 0)):  # on a terminal it asks, and only "y" stops
+            told = _on_a_terminal(
+                ["stop", str(run["id"]), "--profile", str(profile), "--grace", "3"], answer, tmp_path
+            )
+            assert told.returncode == code, told.stdout + told.stderr
+            assert "Stop it? [y/N]" in told.stdout and f"process group {run['pgid']}" in told.stdout
+            state = _runs(tmp_path, profile)[0]["state"]
+            assert state == ("running" if answer == "n" else "dead")
         unknown = sgtui(
             "stop", "20990101-000000-000000", "--profile", str(profile), "--yes", config_dir=tmp_path
         )

@@ -134,7 +134,7 @@ def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
     error = analysis.error
     source = "standard input" if name == "-" else name
     out.append(f"{source}: {analysis.line_count} lines")
-    if error is not None and error.error_class == "stalled":
+    if error is not None and analysis.stalled:
         where = PHASE_LABELS.get(error.phase, error.phase)
         out.append(f"Outcome: STALLED while {where}: {error.text}")
     elif error is not None:

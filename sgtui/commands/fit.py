@@ -155,7 +155,7 @@ def render_text(report: FitReport, model: ModelFacts) -> str:
         layers += f" ({model.full_attention_layers} attention + {model.linear_attention_layers} {kind})"
     rows.append(("model", f"{model.architecture or model.model_type}, {layers}"))
     rows.append(("GPUs", f"{r.n_gpus} x {r.gpu_name} ({r.gpu_total_gib:.2f} GiB), TP {r.tp_size}"))
-    rows.append(("rules", f"SGLang {r.sglang_version} ({r.family} family)"))
+    rows.append(("rules", f"SGLang {r.sglang_version} (the {r.family} window)"))
     rows.append(
         ("free before load P", f"{r.baseline_free_gib:.2f} GiB per GPU ({_src(r.baseline_estimated)})")
     )
@@ -163,7 +163,7 @@ def render_text(report: FitReport, model: ModelFacts) -> str:
     if r.draft_weights_gib:
         weights += f", draft {r.draft_weights_gib:.2f} GiB ({_src(r.draft_weights_estimated)})"
     rows.append(("weights W", weights))
-    from sgtui.core.fit_report import printed_fraction
+    from sgtui.core.fit.report import printed_fraction
 
     auto = f"{printed_fraction(r.mem_fraction_static_auto):.4g}"
     how = "auto" if r.mem_fraction_static_is_auto else f"set; auto would be {auto}"

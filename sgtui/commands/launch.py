@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -192,7 +193,7 @@ class Watch:
         printer: Printer,
         timeout: float | None,
         stall_after: float | None = None,
-        clock: Any = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         from sgtui.core.logs import LogClassifier
 
@@ -271,6 +272,8 @@ class Watch:
             await self._read_rest()
             self.exited = True
             self.exit_code = status.rc
+            if status.disk_full:  # no exit code because it could not be written
+                self.printer.emit("disk_full", status.disk_full, message=status.disk_full)
             for event in self.classifier.process_exited(status.rc) + self.classifier.finish():
                 self._event(event)  # the process is gone: its log has ended (a trailing traceback killed it)
 

@@ -215,6 +215,8 @@ async def _reach(node: NodeRun, host: str, port: int) -> str | None:
     rc = int(marker.get("rc", 1))
     if rc == 0:
         return None
+    if rc in (126, 127):
+        return "could not test it there: `timeout` or bash is missing on that node"
     if rc == 124:
         return f"no answer within {PORT_CHECK_S:g} s: a firewall drops it, or the address is not node 0's"
     return {

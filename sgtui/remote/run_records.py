@@ -137,10 +137,16 @@ class StopPreview:
         if not self.alive:
             out = [f"process group {self.pgid}: no longer running; nothing would be signalled"]
         else:
+            leader = self.leader_argv or []
+            shown = (
+                f"sgtui's runner for {self.log_path}, running {_clip(shlex.join(leader[6:]))}"
+                if self.warning is None and len(leader) > 6
+                else _clip(shlex.join(leader))
+            )
             out = [
                 f"process group {self.pgid}: {self.members} process(es), owner {self.owner or '?'}, "
                 f"running for {_age(self.age_s)}",
-                f"leader: {_clip(shlex.join(self.leader_argv or []))}",
+                f"leader: {shown}",
                 f"recorded: {_clip(shlex.join(self.recorded_argv))}",
             ]
         if self.outside:
@@ -153,7 +159,7 @@ class StopPreview:
         return "\n".join(self.lines())
 
 
-def _clip(text: str, limit: int = 300) -> str:
+def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -283,6 +289,11 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
                 files[tag[2:]] = json.loads(base64.b64decode(value.strip(), validate=True))
             except (binascii.Error, ValueError):
                 files[tag[2:]] = None
+        elif tag in ("@@run.json=", "@@command.json="):  # our own one-line record, sent as it is
+            try:
+                files[tag[2:-1]] = json.loads(value)
+            except ValueError:
+                files[tag[2:-1]] = None
     meta, cmd = files.get("run.json"), files.get("command.json", {})
     if not isinstance(cmd, dict):
         reasons.append("its command.json is damaged")

@@ -171,6 +171,7 @@ class SgtuiApp(Routing, App[None]):
         self.fit_function = fit_function
         self._connected: set[str] = set()
         self._reattach_checked: set[str] = set()
+        self._refusals_told: set[str] = set()
 
     # the state the panes render, by the names the tests and the palette use ------------------------------
     @property

@@ -34,8 +34,11 @@ class Backend(Protocol):
 
     def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]: ...
 
-    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
-        """The runs recorded on the target, oldest first, each with its current state."""
+    async def runs(
+        self, host: str, target: ContainerView | None, runs_dir: str | None = None
+    ) -> list[RunView]:
+        """The runs recorded on the target (in `runs_dir`, a profile's own, when given), oldest first,
+        each with its current state ("foreign" for a record this user may not act on)."""
         ...
 
     async def launch(self, profile: Any) -> list[RunView]:
@@ -55,7 +58,15 @@ class Backend(Protocol):
         classifier's `process_exited(rc)` needs it, as `sgtui launch --watch` does."""
         ...
 
-    async def stop(self, run: RunView) -> None: ...
+    async def stop_preview(self, run: RunView) -> str:
+        """What a stop would hit, read from the target, as plain text: pgid, owner, age, the group
+        leader's command line next to the recorded one (with a warning when they differ). Raises for a
+        run that is not this user's."""
+        ...
+
+    async def stop(self, run: RunView) -> None:
+        """Stop the run; raises when something of it is left (survivors, or processes outside its group)."""
+        ...
 
     def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
         """Yields progress lines while the run's GPUs still hold memory; raises TimeoutError on timeout."""

@@ -124,7 +124,11 @@ class DeployActions:
             else f"{run.host} › {run.target}"
         )
         app.push_screen(
-            ConfirmScreen(f"Stop {run.run_id}?", f"{where}: TERM to its process group, then KILL"),
+            ConfirmScreen(
+                f"Stop {run.run_id}?",
+                f"{where}: TERM to its process group, then KILL",
+                preview=lambda: app.backend.stop_preview(run),
+            ),
             answer,
         )
 
@@ -163,6 +167,7 @@ class DeployActions:
             ConfirmScreen(
                 f"Restart {run.run_id}?",
                 "Stops its process group, waits until its GPUs are free, then launches again into a new log.",
+                preview=lambda: app.backend.stop_preview(run),
             ),
             answer,
         )
@@ -194,6 +199,7 @@ class DeployActions:
                 f"{holder.run_id} holds GPU {gpus}",
                 f"sgtui's own run {holder.run_id} ({holder.state}, {holder.target}) still holds the GPUs "
                 f"{session.key} needs, so a restart would wait for them. Stop {holder.run_id} first?",
+                preview=lambda: app.backend.stop_preview(holder),
             ),
             answer,
         )

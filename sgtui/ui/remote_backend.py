@@ -25,7 +25,7 @@ from sgtui.remote.connection import (
 )
 from sgtui.remote.gpu import GpuSampler
 from sgtui.remote.hosts import HostConfig, load_hosts
-from sgtui.remote.runs import DEFAULT_RUNS_DIR, RunManager, RunRecord, RunState, RunStatus
+from sgtui.remote.runs import RunManager, RunRecord, RunState, RunStatus
 from sgtui.remote.targets import Target, discover, sglang_version
 from sgtui.ui.views import ContainerView, GpuProcessView, GpuView, HostView, RunView
 
@@ -59,7 +59,7 @@ def run_state_name(status: RunStatus) -> str:
     if status.state is RunState.RUNNING:
         return "running"
     if status.state is RunState.FOREIGN:
-        return "foreign"
+        return "foreign"  # not ours: listed, never reattached to or signalled
     if status.state is RunState.EXITED:
         return "exited" if status.rc == 0 else "failed"
     return "stopped"
@@ -166,7 +166,7 @@ class RemoteBackend:
         self,
         hosts: dict[str, HostConfig] | None = None,
         *,
-        runs_dir: str = DEFAULT_RUNS_DIR,
+        runs_dir: str | None = None,
         gpu_interval_ms: int = 500,
         stop_grace_s: float = 10.0,
         **conn_options: Any,
@@ -214,8 +214,11 @@ class RemoteBackend:
     def _conn(self, host: str) -> Transport:
         return self.pool.get(host)
 
-    def _manager(self, host: str, target: Target) -> RunManager:
-        return RunManager(self._conn(host), target, self.runs_dir)
+    def _manager(self, host: str, target: Target, runs_dir: str | None = None) -> RunManager:
+        """Runs dir: the backend's own (demo, tests), else the profile's, else hosts.yaml's, else the
+        target user's default."""
+        configured = self.pool.hosts[host].runs_dir if host in self.pool.hosts else None
+        return RunManager(self._conn(host), target, self.runs_dir or runs_dir or configured)
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
         views = [HostView(name, cfg.hostname, cfg.source) for name, cfg in self.pool.hosts.items()]
@@ -316,8 +319,10 @@ class RemoteBackend:
                 refresh.cancel()
                 refresh.add_done_callback(_retrieve)  # a failed holder query is not worth a warning at exit
 
-    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
-        manager = self._manager(host, to_target(target))
+    async def runs(
+        self, host: str, target: ContainerView | None, runs_dir: str | None = None
+    ) -> list[RunView]:
+        manager = self._manager(host, to_target(target), runs_dir)
         records = (await manager.list_runs())[-MAX_LISTED_RUNS:]
         statuses = await asyncio.gather(*(manager.status(r) for r in records), return_exceptions=True)
         return [
@@ -334,7 +339,7 @@ class RemoteBackend:
             return await self._launch_nodes(profile, dump_profile(profile))
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
         argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
-        record = await self._manager(profile.host, target).launch(
+        record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None)).launch(
             argv, profile.env, profile_yaml=dump_profile(profile), gpus=profile.gpus or []
         )
         return [run_view(record, "starting", profile.name)]
@@ -391,16 +396,30 @@ class RemoteBackend:
         return (await self.run_exit(run))[0]
 
     async def run_exit(self, run: RunView) -> tuple[str, int | None]:
-        record: RunRecord = run.raw
-        status = await self._manager(run.host, record.target).status(record)
+        record, manager = self._record_manager(run)
+        status = await manager.status(record)
         return run_state_name(status), status.rc
 
-    async def stop(self, run: RunView) -> None:
+    def _record_manager(self, run: RunView) -> tuple[RunRecord, RunManager]:
+        """The run's own record and a manager for the runs dir it lives in."""
         record: RunRecord = run.raw
-        result = await self._manager(run.host, record.target).stop(record, self.stop_grace_s)
+        return record, self._manager(run.host, record.target, record.run_dir.rsplit("/", 1)[0])
+
+    async def stop_preview(self, run: RunView) -> str:
+        record, manager = self._record_manager(run)
+        return (await manager.preview(record)).text()
+
+    async def stop(self, run: RunView) -> None:
+        record, manager = self._record_manager(run)
+        result = await manager.stop(record, self.stop_grace_s)
         if result.result == "survivors":
             raise RemoteError(
                 f"{result.members} processes of {run.run_id} survived KILL; see the GPU holders"
+            )
+        if result.left:
+            raise RemoteError(
+                f"{run.run_id}'s process group is gone, but processes of it left the group and still run: "
+                + "; ".join(p.describe() for p in result.left)
             )
 
     async def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:

@@ -83,7 +83,7 @@ class Routing(Base):
         """The deployment's host is up: ask its target for the SGLang version, the model, its runs."""
         d = self.deployment
         self.controller.detect_version(d.host, d.target, d.python)
-        self.controller.list_runs(d.host, d.target)
+        self.controller.list_runs(d.host, d.target, getattr(d.profile, "runs_dir", None))
         model = d.profile.sglang.get("--model-path") if hasattr(d.profile, "sglang") else None
         if model and d.fit_inputs.model_config is None:
             d.model_for = str(model)
@@ -114,7 +114,7 @@ class Routing(Base):
         elsewhere."""
         d = self.deployment
         if host == d.host:
-            self.controller.list_runs(host, d.target)
+            self.controller.list_runs(host, d.target, getattr(d.profile, "runs_dir", None))
         else:
             self.controller.list_runs(host, None)
 
@@ -202,6 +202,11 @@ class Routing(Base):
             )
             return
         host.set_runs(message.target, message.runs)
+        for r in message.runs:  # one line per refused record, once: listed, never reattached or signalled
+            why = getattr(r.raw, "foreign", None)
+            if r.state == "foreign" and why and r.run_id not in self._refusals_told:
+                self._refusals_told.add(r.run_id)
+                self.notify(f"refusing run {r.run_id} on {r.host}: {why}", severity="warning")
         for run in message.runs:
             session = self.followed.get(run.run_id)
             if session is None:

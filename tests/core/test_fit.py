@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from sgtui.core.errors import UserError
 from sgtui.core.fit import fit
-from sgtui.core.fit_defaults import prefill_graph_enabled, prefill_graph_sizes, version_family
+from sgtui.core.fit.defaults import prefill_graph_enabled, prefill_graph_sizes
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config
+from sgtui.core.sglang.windows import window_for
 from tests.cases import A6000, DEEPSEEK_V3, EXAMPLE_A, GPT_OSS_20B, H100, LLAMA, MEASURED_A, QWEN35
 
 CONTRACT_KEYS = {
@@ -405,24 +406,27 @@ def test_mamba_json_has_slot_size_and_state(qwen35: ModelFacts) -> None:
 
 
 @pytest.mark.parametrize(
-    ("version", "family"),
+    ("version", "opened_in"),
     [
-        ("0.4.3.post4", "0.5.9"),
+        ("0.4.3.post4", "0.4.3.post3"),
+        ("0.4.2", "0.4.1.post4"),
         ("0.5.9", "0.5.9"),
-        ("0.5.10.post1", "0.5.9"),
+        ("0.5.10.post1", "0.5.10"),
         ("v0.5.11", "0.5.11"),
-        ("0.5.15", "0.5.11"),
+        ("0.5.15", "0.5.15"),
+        ("0.5.19", "0.5.19"),
+        ("0.5.21", "0.5.20"),
         ("0.5.23", "0.5.23"),
         ("0.6.0", "0.5.23"),
     ],
 )
-def test_version_families(version: str, family: str) -> None:
-    assert version_family(version)[0] == family
+def test_every_version_follows_the_window_its_release_falls_in(version: str, opened_in: str) -> None:
+    assert window_for(version).opened_in == opened_in
 
 
 def test_a_non_version_is_a_user_error() -> None:
     with pytest.raises(UserError, match="not a version"):
-        version_family("latest")
+        window_for("latest")
 
 
 def test_too_few_gpus_for_the_parallelism_is_a_user_error() -> None:

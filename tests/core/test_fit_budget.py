@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from sgtui.core.fit import fit
-from sgtui.core.fit_report import BudgetLine, FitReport
+from sgtui.core.fit.report import BudgetLine, FitReport
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sgtui.core import flags
 from sgtui.core.fit import fit
-from sgtui.core.fit_defaults import legacy_auto_mfs, post_release, resolve_defaults, version_family
-from sgtui.core.fit_pools import hybrid_swa_enabled
+from sgtui.core.fit.defaults import legacy_auto_mfs, resolve_defaults
+from sgtui.core.fit.pools import hybrid_swa_enabled
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config
+from sgtui.core.sglang.windows import NEWEST, WINDOWS, window_for
 from tests.cases import H100, MODELS
 
 H200 = parse_gpu("H200")
@@ -43,24 +43,44 @@ def qwen35() -> ModelFacts:
     return load_model_facts(MODELS / "qwen3_5_27b")
 
 
-# --- one version mapping ------------------------------------------------------------------------
+# --- one window per release ----------------------------------------------------------------------
 
 
-@given(st.integers(0, 1), st.integers(0, 9), st.integers(0, 40), st.sampled_from(["", ".post1", "rc2"]))
-def test_fit_and_the_flag_table_map_every_version_to_the_same_family(
+@given(
+    st.integers(0, 1), st.integers(0, 9), st.integers(0, 40), st.sampled_from(["", ".post1", "rc2", ".dev3"])
+)
+def test_every_version_string_falls_in_the_last_window_opened_at_or_before_it(
     major: int, minor: int, patch: int, suffix: str
 ) -> None:
     version = f"{major}.{minor}.{patch}{suffix}"
-    assert version_family(version)[0] == flags.version_family(version)
+    found = window_for(version)
+    if (major, minor) == (0, 0):
+        assert found is NEWEST  # an untagged build says nothing of its rules
+        return
+    release = window_for(f"{major}.{minor}.{patch}")
+    opened = [w for w in WINDOWS if w.opened <= found.opened]
+    assert found is opened[-1] and (suffix == ".post1" or found is release)
+
+
+def test_windows_open_in_release_order_and_each_changes_something() -> None:
+    assert [w.opened for w in WINDOWS] == sorted(w.opened for w in WINDOWS)
+    assert all(w.changes for w in WINDOWS[1:])
 
 
 @pytest.mark.parametrize(
-    ("version", "family"),
-    [("0.5.10", "0.5.9"), ("0.5.17", "0.5.11"), ("0.5.18", "0.5.23"), ("0.4.3.post4", "0.5.9")],
+    ("version", "opened_in"),
+    [
+        ("0.5.10", "0.5.10"),
+        ("0.5.12", "0.5.11"),
+        ("0.5.17", "0.5.17"),
+        ("0.4.3.post4", "0.4.3.post3"),
+        ("0.4.7.post1", "0.4.7.post1"),
+    ],
 )
-def test_ties_go_to_the_older_family_and_the_note_says_which_rules_apply(version: str, family: str) -> None:
-    found, note = version_family(version)
-    assert found == family and family in note
+def test_the_report_note_names_the_window_that_applies(version: str, opened_in: str) -> None:
+    assert window_for(version).opened_in == opened_in
+    note = fit(LaunchSpec(), load_model_facts(MODELS / "llama3_1_8b"), H100, version=version).notes[0]
+    assert f"opened in {opened_in}" in note and version in note
 
 
 # --- the automatic --mem-fraction-static before the reservation formula ------------------------
@@ -85,27 +105,27 @@ def test_ties_go_to_the_older_family_and_the_note_says_which_rules_apply(version
 def test_older_releases_pick_the_fraction_their_own_table_gives(
     version: str, tp: int, gpu_mib: int, expected: float
 ) -> None:
-    mfs = legacy_auto_mfs(LaunchSpec(tp_size=tp), gpu_mib, version)
+    mfs = legacy_auto_mfs(LaunchSpec(tp_size=tp), gpu_mib, window_for(version).rules)
     assert mfs == pytest.approx(expected, abs=5e-4)
 
 
 def test_from_0_5_3_the_reservation_formula_decides(llama8b: ModelFacts) -> None:
-    assert legacy_auto_mfs(LaunchSpec(), 81559, "0.5.3") is None
-    assert resolve_defaults(LaunchSpec(), llama8b, 81559, "0.5.9", "0.5.9").mem_fraction_static_auto == 0.835
+    assert legacy_auto_mfs(LaunchSpec(), 81559, window_for("0.5.3").rules) is None
+    assert resolve_defaults(LaunchSpec(), llama8b, 81559, "0.5.9").mem_fraction_static_auto == 0.835
 
 
 def test_0_4_7_shrinks_the_fraction_for_eagle_on_small_cards() -> None:
     eagle = LaunchSpec(speculative_algorithm="EAGLE")
-    assert legacy_auto_mfs(eagle, 81559, "0.4.7") == pytest.approx(0.88 * 0.95)
+    assert legacy_auto_mfs(eagle, 81559, window_for("0.4.7").rules) == pytest.approx(0.88 * 0.95)
 
 
 def test_post_releases_are_told_apart() -> None:
-    assert (post_release("0.4.7.post1"), post_release("0.4.7"), post_release("0.5.0rc2")) == (1, 0, 0)
+    assert window_for("0.4.7.post1").opened_in == "0.4.7.post1" and window_for("0.4.7").opened_in == "0.4.7"
 
 
 def test_0_5_10_already_captures_the_prefill_graph_by_default(llama8b: ModelFacts) -> None:
-    assert not resolve_defaults(LaunchSpec(), llama8b, 183359, "0.5.9", "0.5.9").prefill_graph
-    assert resolve_defaults(LaunchSpec(), llama8b, 183359, "0.5.9", "0.5.10").prefill_graph
+    assert not resolve_defaults(LaunchSpec(), llama8b, 183359, "0.5.9").prefill_graph
+    assert resolve_defaults(LaunchSpec(), llama8b, 183359, "0.5.10").prefill_graph
 
 
 # --- the EAGLE headroom of 0.4.x to 0.5.6 ---------------------------------------------------------
@@ -132,9 +152,26 @@ def test_old_eagle_targets_grow_their_pool_by_the_draft_and_verify_headroom(llam
     assert _eagle_tokens(llama8b, "0.5.6", max_running_requests=16) - profiled == 16 * 28 + 100
 
 
-def test_0_4_3_headroom_counts_steps_for_its_estimated_requests(llama8b: ModelFacts) -> None:
-    # no 48-request default yet: SGLang's estimate clamp(tokens/context*512, 2048, 4096) = 2048
-    assert _eagle_tokens(llama8b, "0.4.3") - _eagle_tokens(llama8b, "0.5.9") == 2048 * 5 + 100
+def test_0_4_1_post4_to_0_4_3_post2_grow_only_the_draft_pool(llama8b: ModelFacts) -> None:
+    # model_runner.init_memory_pool (0.4.2): draft_runner_cache_size = tokens + requests x steps + 100
+    # sizes the draft worker's pool; the target keeps the profiled size. No 48-request default yet:
+    # SGLang's estimate clamp(tokens/context*512, 2048, 4096) = 2048. 0.4.3.post3 grows both.
+    args = {"free_gib": 78.5, "weights_gib": 15.0, "draft_weights_gib": 0.5}
+    eagle = LaunchSpec(
+        mem_fraction_static=0.85,
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=5,
+        speculative_eagle_topk=4,
+        speculative_num_draft_tokens=8,
+        speculative_draft_model_path="/d",
+    )
+    profiled = _eagle_tokens(llama8b, "0.5.9")
+    old = fit(eagle, llama8b, H100, version="0.4.3.post2", **args)
+    assert old.max_total_num_tokens == profiled
+    draft_layer = 8 * 128 * 2 * 2  # the EAGLE draft's one layer, K and V
+    assert old.draft_kv_gib * 2**30 == pytest.approx((profiled + 2048 * 5 + 100) * draft_layer)
+    assert _eagle_tokens(llama8b, "0.4.1.post3") == profiled  # no headroom before 0.4.1.post4
+    assert _eagle_tokens(llama8b, "0.4.3.post3") - profiled == 2048 * (5 * 4 + 8) + 100
 
 
 # --- Mamba / linear-attention state before 0.5.9 --------------------------------------------------
@@ -199,9 +236,7 @@ def test_0_5_4_to_0_5_6_divide_the_state_share_by_the_draft_copies(qwen35: Model
 def test_gpt_oss_splits_its_kv_pool_only_where_that_release_allows(
     gpt_oss: ModelFacts, version: str, spec: LaunchSpec, hybrid: bool
 ) -> None:
-    family = version_family(version)[0]
-    parts = tuple(int(p) for p in version.split("."))
-    assert hybrid_swa_enabled(spec, gpt_oss, family, parts) is hybrid  # type: ignore[arg-type]
+    assert hybrid_swa_enabled(spec, gpt_oss, window_for(version).rules) is hybrid
 
 
 def test_without_the_split_gpt_oss_keeps_every_layer_in_one_pool(gpt_oss: ModelFacts) -> None:
@@ -301,10 +336,8 @@ def test_0_4_6_to_0_4_8_shrink_even_a_set_fraction_for_a_multimodal_model() -> N
 
 def test_gemma_3_is_served_text_only_unless_multimodal_is_enabled() -> None:
     gemma = load_model_facts(MODELS / "gemma_3_12b")
-    text_only = resolve_defaults(LaunchSpec(), gemma, 81559, "0.5.11", "0.5.11")
-    with_images = resolve_defaults(
-        LaunchSpec(values={"--enable-multimodal": True}), gemma, 81559, "0.5.11", "0.5.11"
-    )
+    text_only = resolve_defaults(LaunchSpec(), gemma, 81559, "0.5.11")
+    with_images = resolve_defaults(LaunchSpec(values={"--enable-multimodal": True}), gemma, 81559, "0.5.11")
     assert text_only.prefill_graph and not with_images.prefill_graph
     assert with_images.mem_fraction_static_auto < text_only.mem_fraction_static_auto
 
@@ -340,12 +373,15 @@ def test_before_0_5_9_the_ssm_state_is_float32_whatever_the_config_says(qwen35: 
     assert (old.mamba.ssm_dtype, new.mamba.ssm_dtype) == ("float32", "bfloat16")
 
 
-def test_an_untagged_source_build_follows_its_family_not_the_oldest_rules(llama8b: ModelFacts) -> None:
+def test_an_untagged_source_build_follows_the_newest_window_not_the_oldest_rules(llama8b: ModelFacts) -> None:
     # `pip show sglang` on a git checkout says 0.0.0.devN (a real Qwen3.5-9B log: 0.0.0.dev11582)
-    family, note = version_family("0.0.0.dev11582+g4df60434d")
-    assert family == flags.version_family("0.0.0.dev11582+g4df60434d") and "untagged" in note
+    assert window_for("0.0.0.dev11582+g4df60434d") is NEWEST
     dev = fit(LaunchSpec(), llama8b, H100, version="0.0.0.dev11582", free_gib=78.5, weights_gib=15.0)
-    assert dev.mem_fraction_static == fit(LaunchSpec(), llama8b, H100, version=family).mem_fraction_static
+    assert "untagged" in dev.notes[0]
+    assert (
+        dev.mem_fraction_static
+        == fit(LaunchSpec(), llama8b, H100, version=NEWEST.opened_in).mem_fraction_static
+    )
 
 
 def test_before_0_5_9_sliding_window_layers_are_priced_like_full_ones(gpt_oss: ModelFacts) -> None:

@@ -169,3 +169,25 @@ def test_exception_ignored_at_exit_is_no_failure() -> None:
         "OSError: [Errno 9] Bad file descriptor",
     )
     assert classify_text(text).error is None
+
+
+def test_another_ranks_milestone_inside_a_traceback_does_not_change_its_phase() -> None:
+    text = _log(
+        STARTED,
+        READY,
+        "[2026-01-02 10:05:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 608, in event_loop_overlap',
+        "    self.process_batch_result(tmp_batch, tmp_result)",
+        "[2026-01-02 10:05:00 TP1] Load weight end. type=LlamaForCausalLM, avail mem=20.00 GB, mem "
+        "usage=40.00 GB.",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.",
+    )
+    error = classify_text(text).error
+    assert error is not None and (error.error_class, error.phase) == ("cuda_oom", "running")
+
+
+def test_sglangs_own_abort_wording_is_no_crash() -> None:
+    text = _log(
+        STARTED, READY, "Aborted by AbortReq.", "[2026-01-02 10:03:00] Aborted request 7 (client left)"
+    )
+    assert classify_text(text).error is None

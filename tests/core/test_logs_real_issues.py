@@ -249,3 +249,51 @@ def test_the_live_classifier_reads_these_logs_the_same_as_explain() -> None:
             whole.error.error_class,
             whole.error.line,
         )
+
+
+# https://github.com/MiaAI-Lab/Qwen3.8-Flash-Next-Dual-DGX-Sparks/issues/3 (2 nodes, TP 2: "Both ranks reach
+# `CustomAllreduce is disabled because this process group spans across nodes.` and then hang indefinitely")
+TWO_NODE_HANG = _log(
+    "[2026-08-27 09:00:00] server_args=ServerArgs(model_path='/models/Qwen3.8-Flash-Next', tp_size=2, "
+    "nnodes=2, node_rank=0, dist_init_addr='10.0.0.1:20000')",
+    "[2026-08-27 09:00:20 TP0] Init torch distributed begin.",
+    "[2026-08-27 09:00:21 TP0] CustomAllreduce is disabled because this process group spans across nodes.",
+)
+
+
+def test_a_two_node_launch_frozen_at_nccl_init_is_a_distributed_init_stall() -> None:
+    clock = [0.0]
+    live = LogClassifier(clock=lambda: clock[0])
+    live.feed(TWO_NODE_HANG)
+    clock[0] = 300.0
+    assert live.check_stall() is None
+    clock[0] = 3600.0
+    event = live.check_stall()
+    assert event is not None
+    assert (event.values["phase"], event.values["ranks_reached"]) == ("distributed_init", ["TP0"])
+    assert event.values["nodes_reached"] == [0]
+    first = diagnose(live.analysis())[0]
+    assert first.suggestions[0].flag == "NCCL_SOCKET_IFNAME"
+
+
+# SGLang's own watchdog line (scheduler_runtime_checker_mixin.py, 0.5.x), then its SIGQUIT of the server
+WATCHDOG = _log(
+    "[2025-11-02 10:00:00] The server is fired up and ready to roll!",
+    "[2025-11-02 10:30:00 TP3] Watchdog timeout (self.watchdog_timeout=300)",
+    "[2025-11-02 10:30:05] Received sigquit from a child process. It usually means the child failed.",
+)
+
+
+def test_sglangs_watchdog_killing_a_hung_batch_is_a_stall_it_made_fatal() -> None:
+    analysis = classify_text(WATCHDOG)
+    assert analysis.outcome == "failed"
+    assert analysis.error is not None
+    assert (analysis.error.error_class, analysis.error.phase, analysis.error.line) == (
+        "stalled",
+        "running",
+        2,
+    )
+    first = diagnose(analysis)[0]
+    assert first.title == "The server hung and its watchdog stopped it"
+    assert "300 s" in first.detail
+    assert [s.flag for s in first.suggestions][-1] == "--watchdog-timeout"

@@ -62,3 +62,40 @@ async def test_launch_find_again_restart_and_stop_act_on_every_node(
             assert len(snaps) == 2
         finally:
             await pool.close()
+
+
+async def test_precheck_reports_every_node_problem_at_once_one_line_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from sgtui.sim.scenarios import PROXMOX_A6000, ForeignProcess, SimGpu
+
+    other = replace(
+        PROXMOX_A6000,
+        gpus=(SimGpu("NVIDIA A100-SXM4-80GB", 81920), SimGpu("NVIDIA A100-SXM4-80GB", 81920)),
+        foreign=(ForeignProcess(4190001, "/usr/bin/python3", 1, 20480, "alice"),),
+    )
+    monkeypatch.setenv("SGTUI_CONFIG_DIR", str(tmp_path))
+    async with SimFleet(2, replace(PROXMOX_A6000, per_host={2: other}), speed=40) as sims:
+        sims.write_config(tmp_path)
+        path = tmp_path / "profiles" / "multinode-demo.yaml"
+        path.write_text(path.read_text().replace("/opt/models/Qwen3.6-27B", "/opt/models/Missing-70B"))
+        pool = ConnectionPool(load_hosts(ssh_config=False), user_known_hosts=None)
+        try:
+            nodes = MultiNode(load_profile(path), pool)
+            problems = [str(p) for p in await nodes.precheck(await nodes.dist_init_addr())]
+        finally:
+            await pool.close()
+    assert all("\n" not in p for p in problems)
+    assert sorted(p.split(":")[0] for p in problems) == [
+        "node 0 (sim pct 129)",
+        "node 1 (sim-2 pct 129)",
+        "node 1 (sim-2 pct 129)",
+        "node 1 (sim-2 pct 129)",
+    ]
+    text = "\n".join(problems)
+    assert "node 0 (sim pct 129): the model path /opt/models/Missing-70B does not exist there" in text
+    assert "node 1 (sim-2 pct 129): the model path /opt/models/Missing-70B does not exist there" in text
+    assert "node 1 (sim-2 pct 129): needs 2 free GPU(s) (tp 4 / 2 nodes), has 1 free (GPU 0)" in text
+    assert "GPU type NVIDIA A100-SXM4-80GB, but node 0 has NVIDIA RTX A6000" in text

@@ -359,3 +359,23 @@ def test_a_record_json_never_carries_env_values() -> None:
     data = run.to_json()
     assert SECRET not in json.dumps(data) and data["env_names"] == ["HF_TOKEN"]
     assert data["node_rank"] is None and data["foreign"] is None and data["log_path"] == "/r/id/server.log"
+
+
+async def test_nothing_inside_a_record_can_forge_a_line_of_the_listing(
+    manager: RunManager, tmp_path: Path, victim: subprocess.Popen[bytes]
+) -> None:
+    runs = tmp_path / "runs"
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    forged = json.dumps({"pid": victim.pid, "pgid": victim.pid, "start": _start(victim.pid), "boot": boot})
+    d = _plant(runs, "20990101-000000-aaaaaa", victim.pid, _start(victim.pid))
+    d.chmod(0o770)  # foreign: its files are sent base64, so the forged block below is only data
+    (d / "command.json").write_text(
+        f"{{}}\n@@run 20990101-000000-bbbbbb\n@@owner root\n@@run.json= {forged}\n"
+    )
+    own = _plant(runs, "20990101-000000-cccccc", victim.pid, _start(victim.pid))  # ours, multi-line
+    (own / "command.json").write_text('{"argv": ["/x"],\n"target": {"kind": "host"}}\n@@run zz\n')
+    runs.chmod(0o700)
+    listed = await manager.list_runs()
+    assert [r.id for r in listed] == ["20990101-000000-aaaaaa", "20990101-000000-cccccc"]
+    assert listed[0].foreign and "writable by group" in listed[0].foreign
+    assert listed[1].foreign == "its command.json is damaged"

@@ -104,7 +104,9 @@ class FakeBackend:
             yield frame
         await asyncio.Event().wait()
 
-    async def runs(self, host: str, target: ContainerView | None) -> list[RunView]:
+    async def runs(
+        self, host: str, target: ContainerView | None, runs_dir: str | None = None
+    ) -> list[RunView]:
         return list(self.existing_runs)
 
     async def launch(self, profile: Any) -> list[RunView]:
@@ -133,6 +135,9 @@ class FakeBackend:
     async def run_exit(self, run: RunView) -> tuple[str, int | None]:
         rc = self.exit_codes.get(run.run_id)
         return ("exited" if not rc else "failed"), rc
+
+    async def stop_preview(self, run: RunView) -> str:
+        return f"process group {run.pgid or 4242}: 3 process(es), owner root (uid 0), running for 12 s"
 
     async def stop(self, run: RunView) -> None:
         self.stopped.append(run.run_id)

@@ -158,3 +158,17 @@ async def test_the_tail_of_an_ended_run_shows_its_last_line_without_a_newline_on
     got = [chunk async for chunk in backend.tail(run, 0)]
     assert got == expected
     assert manager.rest_offsets[0] == (4 if log.startswith(b"a\n") else 0)  # from the last delivered line
+
+
+def test_the_runs_dir_is_the_backends_then_the_profiles_then_the_hosts_then_the_users_default() -> None:
+    from sgtui.remote.hosts import HostConfig
+    from sgtui.remote.targets import Target
+    from sgtui.ui.remote_backend import RemoteBackend
+
+    hosts = {"h": HostConfig("h", "10.0.0.5", runs_dir="/from/hosts"), "d": HostConfig("d", "10.0.0.6")}
+    backend = RemoteBackend(hosts, user_known_hosts=None)
+    assert backend._manager("h", Target()).runs_dir == "/from/hosts"
+    assert backend._manager("h", Target(), "/from/profile").runs_dir == "/from/profile"
+    assert backend._manager("d", Target()).runs_dir is None  # resolved on the target, per user
+    own = RemoteBackend(hosts, runs_dir="/own", user_known_hosts=None)
+    assert own._manager("h", Target(), "/from/profile").runs_dir == "/own"

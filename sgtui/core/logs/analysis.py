@@ -45,9 +45,14 @@ class LogAnalysis:
         return self.state.milestone_list()
 
     @property
+    def stalled(self) -> bool:
+        """No progress far past the phase's expected time, and no failure (yet)."""
+        return self.state.error is None and self.state.stall is not None
+
+    @property
     def outcome(self) -> str:
-        """ready | failed | stalled (no progress far past the phase's expected time) | starting (a launch
-        is visible, not finished) | unknown (no launch start seen)."""
+        """DESIGN.md's four: ready | failed | starting (a launch is visible, not finished; a stall is still
+        `starting`, told by `error_class` "stalled" and `stalled`) | unknown (no launch start seen)."""
         state = self.state
         if state.error is not None:
             return "failed"
@@ -55,8 +60,8 @@ class LogAnalysis:
             return "failed"
         if "ready" in state.milestones or ANSWERED in state.notes:
             return "ready"
-        if state.stall is not None:
-            return "stalled"
+        if state.stall is not None and not state.exited:
+            return "starting"
         if "server_args" in state.milestones and not state.exited:
             return "starting"
         return "unknown"

@@ -16,7 +16,7 @@ most ("Decode batch", HTTP access) are skipped after a few substring tests.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgtui.core.logs.facts import FROM_COMMAND, FactStore
 from sgtui.core.logs.failures import failure
@@ -25,9 +25,8 @@ from sgtui.core.logs.milestones import milestone_line
 from sgtui.core.logs.prefix import (
     LINE_CAP,
     SERVER_ARGS_CAP,
-    cloud_prefix,
-    collector_prefix,
     last_segment,
+    peel_collectors,
     split_prefix,
     strip_ansi,
 )
@@ -46,6 +45,9 @@ from sgtui.core.logs.state import (
 )
 from sgtui.core.logs.traceback import TraceTracker, exception_line
 
+if TYPE_CHECKING:
+    from sgtui.core.logs.analysis import LogAnalysis
+
 _PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
 _MAX_WARNINGS = 50
 PROGRESS_NEEDLES = ("checkpoint shards", "Capturing batches", "%|")
@@ -59,7 +61,8 @@ class LogClassifier:
         self.line_count = 0
         self.store = FactStore(self.state.facts, self.state.facts_per_rank)
         self.trace = TraceTracker()
-        self.failures = FailureLog(self.state, self.trace, self.store)
+        self.failures = FailureLog(self.state, self.trace, self.store, lambda: self.last_prefill)
+        self.last_prefill: tuple[int, str] | None = None  # the last "Prefill batch" line (number, text)
         self.stall = StallWatch(clock, stall_after)
         self.awaiting_first_answer = False
         self.load_ends: dict[str, int] = {}
@@ -141,7 +144,7 @@ class LogClassifier:
         expected (see stall.py); None otherwise. Progress afterwards clears it."""
         return self.stall.check(self.state, self.line_count, now)
 
-    def analysis(self, reversed_order: bool = False) -> Any:
+    def analysis(self, reversed_order: bool = False) -> LogAnalysis:
         from sgtui.core.logs.analysis import LogAnalysis
 
         return LogAnalysis(self.state, self.line_count, reversed_order)
@@ -172,14 +175,17 @@ class LogClassifier:
     def _handle(self, raw: str, n: int, events: list[LogEvent]) -> None:
         if len(raw) > LINE_CAP:
             raw = _cap(raw)
-        if "Decode batch" in raw or "Prefill batch" in raw:
-            self.failures.last_batch = (n, raw)  # kept, not parsed: names the batch a serving OOM hit
-            # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says
-            # the server runs batches (warm-up or requests), which a pasted tail may show nothing else of.
+        # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says the
+        # server runs batches (warm-up or requests), which a pasted tail may show nothing else of. The last
+        # prefill is kept unparsed: it names the request a serving-time OOM hit.
+        if "Decode batch" in raw:
             if not self._batches_seen:
-                self._batches_seen = True
-                time = split_prefix(raw)[0]
-                self.advance("serving", n, time, parse_seconds(time), events)
+                self._first_batch(raw, n, events)
+            return
+        if "Prefill batch" in raw:
+            self.last_prefill = (n, raw)
+            if not self._batches_seen:
+                self._first_batch(raw, n, events)
             return
         if "HTTP/1." in raw:
             if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
@@ -198,6 +204,11 @@ class LogClassifier:
             raw = raw[cut:]
         self._record(raw, n, events)
 
+    def _first_batch(self, raw: str, n: int, events: list[LogEvent]) -> None:
+        self._batches_seen = True
+        time = split_prefix(raw)[0]
+        self.advance("serving", n, time, parse_seconds(time), events)
+
     def _first_answer(self, raw: str, n: int, events: list[LogEvent]) -> None:
         """The server answered a request (the warm-up's or a client's): it serves, even in versions that
         never print "fired up and ready to roll"."""
@@ -208,17 +219,7 @@ class LogClassifier:
             self.advance("ready", n, time, parse_seconds(time), events)
 
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
-        cloud_time = None
-        for _ in range(3):  # collectors nest: compose's "name  | " around docker's RFC 3339 stamp, say
-            first = line[:1]
-            outer = None
-            if first.isupper() or first.isdigit() or (first == "[" and line[11:12] == "T"):
-                outer = cloud_prefix(line)
-            if outer is None and first and (first.isalnum() or first in "([>"):
-                outer = collector_prefix(line)
-            if outer is None:
-                break
-            cloud_time, line = outer[0] or cloud_time, outer[1]
+        cloud_time, line = peel_collectors(line)
         time, ranks, body = split_prefix(line)
         if self.args is not None and not self.args.add(body, time, ranks, cloud_time):
             self._close_args(events)

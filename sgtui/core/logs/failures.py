@@ -33,6 +33,7 @@ _HF_ARCH = re.compile(r"model type `([^`]+)` but Transformers does not recognize
 _PORT_TUPLE = re.compile(r"address \(?'?([^',)]*)'?,\s*(\d+)")
 _PORT_WORD = re.compile(r"[Pp]ort[ =:]+(\d{2,5})")
 _PORT_ADDR = re.compile(r"(?:tcp://[\w.\-]+|\[[0-9a-fA-F:.]*\]|\b\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b")
+_WATCHDOG = re.compile(r"watchdog_timeout=" + _NUM)
 _DIED = re.compile(r"Rank (\d+) scheduler (?:is dead|died during initialization \(exit code: (-?\d+)\))")
 _EXIT_CODE = re.compile(r"exit ?code[: =]+(-?\d+)", re.IGNORECASE)
 _ARG_ERROR = re.compile(
@@ -130,6 +131,11 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         nccl = nccl_strength(body)
         if nccl:
             return "nccl", nccl, {"shm": "/dev/shm" in body or "shared memory" in body}
+    if "Watchdog timeout" in body and "watchdog_timeout" in body:
+        # SGLang's scheduler watchdog: one forward batch made no progress for --watchdog-timeout seconds, so
+        # it SIGQUITs the server (scheduler_runtime_checker_mixin.py, 0.5.x): a stall SGLang made fatal.
+        m = _WATCHDOG.search(body)
+        return "stalled", "fatal", {"watchdog_timeout": num(m.group(1)) if m else None}
     if "sigquit" in body and "Received sigquit" in body:
         return None, "death", {"sigquit": True}
     if "scheduler" in body and ("scheduler is dead" in body or "scheduler died" in body):
@@ -167,7 +173,7 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     crash = crash_values(body)
     if crash is not None:
         return None, "death", crash
-    if body[:1].isalpha() and ("Error" in body or "Exception" in body or "." in body[:80]):
+    if body[:1].isalpha():
         named = exception_line(body, in_traceback=False)
         if named is not None:
             values = {"exception": named[0], "message": named[1]}
@@ -222,7 +228,10 @@ def crash_values(body: str) -> dict[str, Any] | None:
 
 
 # a shell's report of a child killed by a signal: "bash: line 1: 4242 Aborted   python3 -m ...", "Aborted"
-_SHELL_CRASH = re.compile(r"(?:^|\d+\s+)(?:Bus error|Aborted|Illegal instruction)(?:\s|$)")
+# (bash pads the signal name with spaces before the command; "Aborted by AbortReq." is SGLang's own words)
+_SHELL_CRASH = re.compile(
+    r"(?:^|\d+\s+)(?:Bus error|Aborted|Illegal instruction)(?:\s*\(core dumped\)|\s{2,}|\s*$)"
+)
 
 
 def _signal_for(text: str) -> str | None:

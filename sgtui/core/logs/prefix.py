@@ -186,3 +186,20 @@ def collector_prefix(line: str) -> tuple[str | None, str] | None:
         if m is not None and m.end() > bar:
             return None, line[m.end() :]
     return None
+
+
+def peel_collectors(line: str) -> tuple[str | None, str]:
+    """(the outermost collector's time or None, the line without any collector prefix). Collectors nest:
+    compose's "name  | " around docker's RFC 3339 stamp, say; at most three are peeled."""
+    cloud_time = None
+    for _ in range(3):
+        first = line[:1]
+        outer = None
+        if first.isupper() or first.isdigit() or (first == "[" and line[11:12] == "T"):
+            outer = cloud_prefix(line)
+        if outer is None and first and (first.isalnum() or first in "([>"):
+            outer = collector_prefix(line)
+        if outer is None:
+            break
+        cloud_time, line = outer[0] or cloud_time, outer[1]
+    return cloud_time, line

@@ -17,6 +17,7 @@ CAUSE_PRIORITY = (
     "port_in_use",
     "oom_killed",
     "nccl",
+    "stalled",
     "other",
     "child_failed",
 )

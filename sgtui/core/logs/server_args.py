@@ -220,8 +220,11 @@ class ArgsDump:
     def __init__(self, first: str) -> None:
         self.parts = [first]
         self.size = len(first)
-        self.depth, self.quote = _scan(first, 0, "")
-        self.closed = self.depth <= 0 or body_is_old_form(first)
+        if body_is_old_form(first) or first.rstrip().endswith((")", "}")):
+            self.depth, self.quote = 0, ""  # the usual one-line dump: no need to walk it
+        else:
+            self.depth, self.quote = _scan(first, 0, "")
+        self.closed = self.depth <= 0
 
     def add(self, body: str, time: str | None, ranks: tuple[str, ...], cloud_time: str | None) -> bool:
         """Take a continuation line; False when `body` is a new record instead (the dump ends before it)."""

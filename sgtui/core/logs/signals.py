@@ -4,6 +4,7 @@ what went wrong, the last exception of no known class, a fatal signal whose stac
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -14,19 +15,26 @@ from sgtui.core.logs.state import ANSWERED, STOPPED, TRACE_CUT, LogEvent, Signal
 from sgtui.core.logs.traceback import TraceTracker
 
 MAX_SIGNALS = 400
+_TRACE_REACH = 400  # lines after a traceback's start in which its frames still say where a failure was
 
 
 class FailureLog:
     """Records `Signal`s into the state with the phase they happened in (frames first, then milestones)."""
 
-    def __init__(self, state: StartupState, trace: TraceTracker, store: FactStore) -> None:
+    def __init__(
+        self,
+        state: StartupState,
+        trace: TraceTracker,
+        store: FactStore,
+        last_batch: Callable[[], tuple[int, str] | None] = lambda: None,
+    ) -> None:
         self.state = state
         self.trace = trace
         self.store = store
         self.order = 0
         self.last_generic: tuple[int, str | None] | None = None
         self.last_message_line = 0  # the last line that said what went wrong (not just that something died)
-        self.last_batch: tuple[int, str] | None = None  # the last "Prefill/Decode batch" line seen
+        self.last_batch = last_batch  # the last "Prefill batch" line seen (number, text), if any
         self.crash: int | None = None  # index of a fatal-signal death whose stack dump may follow
 
     def signal(
@@ -48,14 +56,15 @@ class FailureLog:
                 values = {**values, "source": trace.last_source, "frame": trace.last_frame or None}
         if strength != "death":
             self.last_message_line = n
-        phase = self.phase_now()
+        phase = self.phase_now(n)
         if strength == "generic":
             if phase == "capturing_graphs":
                 error_class = "cuda_graph_failed"
             elif trace.hint == "arguments" or names_a_flag_conflict(values.get("message", "")):
                 error_class = "incompatible_flags"
-        if error_class == "cuda_oom" and phase in ("running", "serving") and self.last_batch is not None:
-            values = {**values, "last_batch": batch_values(*self.last_batch)}
+        batch = self.last_batch() if error_class == "cuda_oom" and phase in ("running", "serving") else None
+        if batch is not None:
+            values = {**values, "last_batch": batch_values(*batch)}
         if error_class == "not_enough_memory" and "mem_fraction_static" in values:
             self.store.set("mem_fraction_static", values["mem_fraction_static"], FROM_ERROR)
         if len(state.signals) >= MAX_SIGNALS and (
@@ -78,10 +87,11 @@ class FailureLog:
             state.phase = "failed"
             events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
 
-    def phase_now(self) -> str:
-        """The phase a failure seen now happened in: the open traceback's frames first, then the milestones
-        (after ready, the server was serving requests)."""
-        if self.trace.open is not None:
+    def phase_now(self, n: int) -> str:
+        """The phase a failure seen at line `n` happened in: the frames of the traceback just before it first
+        (other ranks' milestones may interleave with its lines), then the milestones (after ready, the server
+        was serving requests)."""
+        if self.trace.frames and n - self.trace.started <= _TRACE_REACH:
             from_frames = self.trace.phase()
             if from_frames is not None:
                 return from_frames

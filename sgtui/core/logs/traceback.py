@@ -67,8 +67,11 @@ def frame_hint(line: str) -> str | None:
 
 def exception_line(body: str, in_traceback: bool) -> tuple[str, str] | None:
     """(exception name, message) when `body` is the line that names an exception."""
-    if not body[:1].isalpha() or body.startswith(("File ", "Traceback", "During handling", "The above")):
+    if not body[:1].isalpha():
         return None
+    colon = body.find(":", 0, 200)
+    if " " in (body[:colon] if colon > 0 else body):
+        return None  # prose: the name before the colon is one word (cheap test before any regex)
     m = (EXCEPTION_LINE if in_traceback else _NAMED_EXCEPTION).match(body)
     if m is None:
         return None
@@ -89,6 +92,7 @@ class TraceTracker:
 
     def __init__(self) -> None:
         self.open: tuple[int, str | None] | None = None  # (line, time) of a traceback nothing outlived yet
+        self.started = 0  # the line the last traceback started on
         self.frames = 0
         self.in_sglang = False
         self.after_frame = False  # the line after `File "..."` is that frame's source code
@@ -128,6 +132,7 @@ class TraceTracker:
 
     def start(self, n: int, time: str | None, ignored: bool) -> None:
         self.open = (n, time)
+        self.started = n
         self.frames = 0
         self.in_sglang = False
         self.hint = None

@@ -22,12 +22,13 @@ group_members() {
   echo "$n"
 }
 boot_id() { cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown; }
-jesc() {
+jv() {
   local s=$1
   s=${s//\\/\\\\}; s=${s//\"/\\\"}; s=${s//$'\n'/ }; s=${s//$'\r'/ }; s=${s//$'\t'/ }
   s=${s//[$'\001'-$'\037'$'\177']/?}
-  printf '%s' "$s"
+  J=$s
 }
+jesc() { jv "$1"; printf '%s' "$J"; }
 """
 
 # Ownership checks. `why` holds the refusal (one line), `owner` the directory owner's name.

@@ -55,6 +55,8 @@ def check_runs_dir(runs_dir: str | None) -> str | None:
     if not isinstance(runs_dir, str) or not runs_dir.startswith("/"):
         raise ShellError(f"runs_dir must be an absolute path on the target, got {runs_dir!r}")
     _check_value("runs_dir", runs_dir)
+    if any(ord(c) < 32 or ord(c) == 127 for c in runs_dir):
+        raise ShellError(f"runs_dir {runs_dir!r} holds control characters; choose a plain path")
     return runs_dir.rstrip("/") or "/"
 
 

@@ -138,8 +138,10 @@ def list_script(runs_dir: str | None) -> str:
     """List the run dirs under the runs dir, each with the verdict of the ownership checks.
 
     Per entry: `@@run NAME` (characters sgtui never writes shown as ?), `@@foreign REASON` when a check
-    failed, `@@owner NAME`, and `@@run.json B64` / `@@command.json B64` (the files, base64, at most 64 KiB;
-    never read through a symlink). Then the marker: {"runs_dir"} or {"runs_dir", "unsafe": REASON} when
+    failed, `@@owner NAME`, and the files, never read through a symlink: `@@run.json= TEXT` for a
+    one-line record in a run dir that passed the checks (only we can have written it), else
+    `@@run.json B64` (base64, at most 64 KiB, so nothing in it can forge a line); likewise command.json.
+    Then the marker: {"runs_dir"} or {"runs_dir", "unsafe": REASON} when
     the runs dir itself is not ours (nothing under it is listed), or {"error": "no-home", "why"}.
     """
     return (
@@ -155,22 +157,39 @@ def list_script(runs_dir: str | None) -> str:
         + '    json=$(printf \'{"runs_dir":"%s","unsafe":"%s"}\' "$(jesc "$R")" "$(jesc "$why")")\n'
         + f"    {marker_line()}; exit 0\n"
         + "  fi\n"
-        + '  for d in "$R"/*; do\n'
-        + '    [ -e "$d" ] || [ -L "$d" ] || continue\n'
+        # one stat for every entry (by path), builtin reads for our own records: a listing of hundreds
+        # of runs stays a handful of processes; only records that fail a check are sent base64-encoded
+        + '  no() { jv "$1"; printf \'@@foreign %s\\n\' "$J"; ok=; }\n'
+        + '  ents=("$R"/*); declare -A ST=()\n'
+        + '  if [ -e "${ents[0]}" ] || [ -L "${ents[0]}" ]; then\n'
+        + "    while IFS= read -r -d '' x; do p=${x#* * * }; ST[$p]=${x%\" $p\"}; done < <(stat --printf "
+        + "'%u %a %U %n\\0' -- \"${ents[@]}\" 2>/dev/null)\n"
+        + "  else ents=(); fi\n"
+        + '  for d in "${ents[@]}"; do\n'
         + "    name=${d##*/}; safe=${name//[^A-Za-z0-9._-]/?}\n"
-        + '    if [ -L "$d" ]; then printf \'@@run %s\\n@@foreign %s\\n\' "$safe" "$(jesc "$R/$safe is a '
-        + 'symbolic link")"; continue; fi\n'
+        + '    if [ -L "$d" ]; then jv "$R/$safe is a symbolic link"; '
+        + 'printf \'@@run %s\\n@@foreign %s\\n\' "$safe" "$J"; continue; fi\n'
         + '    [ -d "$d" ] || continue\n'
         + '    [ -e "$d/run.json" ] || [ -L "$d/run.json" ] || continue\n'
-        + "    printf '@@run %s\\n' \"$safe\"\n"
-        + '    [ "$safe" = "$name" ] || echo "@@foreign its name has characters sgtui never writes"\n'
-        + '    dir_ok "$d" || printf \'@@foreign %s\\n\' "$(jesc "${why//"$d"/$R/$safe}")"\n'
-        + '    printf \'@@owner %s\\n\' "$(jesc "$owner")"\n'
+        + "    printf '@@run %s\\n' \"$safe\"; ok=1; owner=\n"
+        + '    [ "$safe" = "$name" ] || no "its name has characters sgtui never writes"\n'
+        + "    st=${ST[$d]:-}\n"
+        + '    if [ -z "$st" ]; then no "$R/$safe cannot be inspected"\n'
+        + "    else\n"
+        + "      set -- $st; owner=${3:-$1}\n"
+        + '      if [ "$1" != "$ME" ]; then no "$R/$safe is owned by $owner (uid $1), not by uid $ME"\n'
+        + "      elif [ $(( 8#$2 & 8#022 )) != 0 ]; then\n"
+        + '        no "$R/$safe is writable by group or others (mode $2)"\n'
+        + "      fi\n"
+        + "    fi\n"
+        + '    jv "$owner"; printf \'@@owner %s\\n\' "$J"\n'
         + "    for f in run.json command.json; do\n"
-        + '      if [ -L "$d/$f" ]; then\n'
-        + '        printf \'@@foreign %s\\n\' "$(jesc "$R/$safe/$f is a symbolic link")"\n'
+        + '      if [ -L "$d/$f" ]; then no "$R/$safe/$f is a symbolic link"\n'
         + '      elif [ -f "$d/$f" ] && [ -r "$d/$f" ]; then\n'
-        + "        printf '@@%s ' \"$f\"; head -c 65536 \"$d/$f\" | base64 | tr -d '\\n'; echo\n"
+        + "        c=; [ -n \"$ok\" ] && { IFS= read -r -d '' c < \"$d/$f\"; c=${c%$'\\n'}; }\n"
+        + "        if [ -n \"$c\" ] && [[ $c != *$'\\n'* ]] && [ ${#c} -le 65536 ]; then "
+        + 'printf \'@@%s= %s\\n\' "$f" "$c"\n'
+        + "        else printf '@@%s ' \"$f\"; head -c 65536 \"$d/$f\" | base64 | tr -d '\\n'; echo; fi\n"
         + "      fi\n"
         + "    done\n"
         + "  done\n"

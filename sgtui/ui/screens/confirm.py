@@ -1,7 +1,9 @@
-"""Yes/no before anything that stops a server. The question and detail are text, never markup: they name
-runs, hosts and commands that come from outside."""
+"""Yes/no before anything that stops a server; a stop's confirmation also shows what it will hit.
+The question, detail and preview are text, never markup: they name runs, hosts and commands from outside."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -25,10 +27,14 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen Button { margin-left: 2; }
     """
 
-    def __init__(self, question: str, detail: str | Text = "") -> None:
+    def __init__(
+        self, question: str, detail: str | Text = "", preview: Callable[[], Awaitable[str]] | None = None
+    ) -> None:
+        """`preview` reads, from the target, what the answer would act on (shown as plain text)."""
         super().__init__()
         self.question = question
         self.detail = detail
+        self.preview = preview
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -36,12 +42,23 @@ class ConfirmScreen(ModalScreen[bool]):
             if self.detail:
                 detail = self.detail if isinstance(self.detail, Text) else Text(self.detail)
                 yield Static(detail, id="confirm-detail")
+            if self.preview is not None:
+                yield Static("reading what this will hit…", id="confirm-preview", markup=False)
             with Horizontal():
                 yield Button("Yes (y)", variant="warning", id="yes")
                 yield Button("No (n)", id="no")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
+        if self.preview is not None:
+            self.run_worker(self._show_preview(self.preview), group="confirm-preview", exclusive=True)
+
+    async def _show_preview(self, preview: Callable[[], Awaitable[str]]) -> None:
+        try:
+            text = await preview()
+        except Exception as exc:  # shown in the dialog: the question can still be answered (or declined)
+            text = f"could not read what this will hit: {exc}"
+        self.query_one("#confirm-preview", Static).update(Text(text))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -120,14 +120,15 @@ class Controller:
                 pass
             await asyncio.sleep(next(delays, RECONNECT_S[-1]))
 
-    def list_runs(self, host: str, target: ContainerView | None) -> None:
+    def list_runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
+        """`runs_dir`: a profile's own (its launches go there), else hosts.yaml's or the per-user default."""
         label = target.label if target else "bare host"
-        self._worker(self._runs(host, target), "runs", f"runs:{host}:{label}", exclusive=False)
+        self._worker(self._runs(host, target, runs_dir), "runs", f"runs:{host}:{label}", exclusive=False)
 
-    async def _runs(self, host: str, target: ContainerView | None) -> None:
+    async def _runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
         label = target.label if target else "bare host"
         try:
-            runs = await self.backend.runs(host, target)
+            runs = await self.backend.runs(host, target, runs_dir)
         except Exception as exc:
             self.post(m.RunsListed(host, label, [], str(exc)))
             return

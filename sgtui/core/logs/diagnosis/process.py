@@ -151,6 +151,8 @@ _STALL_CAUSES: dict[str, list[Suggestion]] = {
 def stalled(ctx: Context) -> Diagnosis:
     values = ctx.error.values
     phase = ctx.phase
+    if "watchdog_timeout" in values:
+        return _watchdog(ctx, values.get("watchdog_timeout"))
     lines = [
         f"The launch has made no progress for {values.get('idle_s', 0):.0f} s while {phase_words(phase)}."
     ]
@@ -169,3 +171,26 @@ def stalled(ctx: Context) -> Diagnosis:
         lines.append(f"Nodes behind: {', '.join(str(n) for n in values['nodes_behind'])}.")
     suggestions = list(_STALL_CAUSES.get(phase, []))
     return Diagnosis(f"Stalled while {phase_words(phase)}", " ".join(lines), suggestions, "stalled")
+
+
+def _watchdog(ctx: Context, timeout: float | None) -> Diagnosis:
+    seconds = f"{timeout:g} s" if isinstance(timeout, int | float) else "--watchdog-timeout"
+    detail = (
+        f"SGLang's scheduler watchdog shut the server down (line {ctx.error.line}): one forward batch made "
+        f"no "
+        f"progress for {seconds} while {phase_words(ctx.phase)}. Usually a collective waits for a rank that "
+        "died or hung (look for another rank's error above, or in another node's log), or a kernel "
+        "deadlocked."
+    )
+    suggestions = [
+        Suggestion(None, None, "Read every rank's (and node's) log for the first error before this line."),
+        Suggestion("NCCL_DEBUG", "INFO", "An environment variable: NCCL says which collective it waits in."),
+        Suggestion(
+            "--watchdog-timeout",
+            str(int(timeout * 2)) if isinstance(timeout, int | float) else None,
+            "Only if single batches are legitimately this slow (a huge prefill on a slow GPU): a real hang "
+            "then "
+            "takes longer to be noticed.",
+        ),
+    ]
+    return Diagnosis("The server hung and its watchdog stopped it", detail, suggestions, "stalled")

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from sgtui.core.fit import TIGHT_SHARE
-from sgtui.core.fit_report import FitReport, FitWarning
+from sgtui.core.fit.engine import TIGHT_SHARE
+from sgtui.core.fit.report import FitReport, FitWarning
 from sgtui.core.flags import LaunchSpec
 from sgtui.core.model import ModelFacts
+from sgtui.core.sglang.windows import window_for
 
 Recompute = Callable[[LaunchSpec], FitReport]
 
@@ -50,8 +51,9 @@ def _mfs(spec: LaunchSpec, thousandths: int) -> LaunchSpec:
     return replace(spec, mem_fraction_static=thousandths / 1000)
 
 
-def _strategy_flag(family: str) -> str:
-    return "--mamba-radix-cache-strategy" if family == "0.5.23" else "--mamba-scheduler-strategy"
+def _strategy_flag(report: FitReport) -> str:
+    """The Mamba strategy flag under the name the report's release knows."""
+    return window_for(report.sglang_version).rules.strategy_flag
 
 
 def _pools_fit(r: FitReport) -> bool:
@@ -143,8 +145,8 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
         w.append(
             FitWarning(
                 "extra_buffer_without_radix",
-                f"Use {_strategy_flag(report.family)} no_buffer with --disable-radix-cache: {_summary(alt)}.",
-                _strategy_flag(report.family),
+                f"Use {_strategy_flag(report)} no_buffer with --disable-radix-cache: {_summary(alt)}.",
+                _strategy_flag(report),
                 "no_buffer",
             )
         )
@@ -351,7 +353,7 @@ def _mamba_advice(report: FitReport, recompute: Recompute, spec: LaunchSpec, mod
             )
         )
     if m is not None and m.strategy.startswith("extra_buffer"):
-        flag = _strategy_flag(report.family)
+        flag = _strategy_flag(report)
         no_buffer = replace(spec, mamba_strategy="no_buffer")
         alt, also = recompute(no_buffer), ""
         if alt.error is not None and "radix cache" in alt.error:

@@ -1,4 +1,4 @@
-"""The exact texts SGLang raises when a launch does not fit, per version family.
+"""The exact texts SGLang raises when a launch does not fit, as each release window words them.
 
 They are reproduced verbatim (with the exception class, as the traceback's last line shows it) so that
 the fit panel, `sgtui explain` and a real log can be matched against each other.
@@ -17,22 +17,24 @@ class PredictedError(Exception):
         self.text = text
 
 
-def not_enough_memory(family: str, mfs: float) -> str:
-    """0.5.9 `init_memory_pool` prints the f-string `{self.server_args.mem_fraction_static=}`; later
-    releases (pool_configurator.py MemoryPoolConfig) print `mem_fraction_static=`."""
+def not_enough_memory(text: str, mfs: float) -> str:
+    """The pool-size RuntimeError, as the window words it (`Rules.not_enough_memory_text`): "plain"
+    up to 0.5.2 (no value), "self.server_args" in 0.5.3-0.5.9 (`init_memory_pool` prints the f-string
+    `{self.server_args.mem_fraction_static=}`), "mfs" from 0.5.10 (pool_configurator.py
+    MemoryPoolConfig prints `mem_fraction_static=`)."""
+    base = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    if text == "plain":
+        return base
     value = (
         f"self.server_args.mem_fraction_static={mfs!r}"
-        if family == "0.5.9"
+        if text == "self.server_args"
         else f"mem_fraction_static={mfs!r}"
     )
-    return (
-        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-        f"Current value: {value}"
-    )
+    return f"{base} Current value: {value}"
 
 
 def loaded_weights(mfs: float, available: float, pre: float) -> str:
-    """0.5.23 KVCacheConfigurator._profile_available_bytes when nothing is left after the weights."""
+    """_profile_available_bytes (0.5.14 on) when nothing is left after the weights and the draft."""
     minimum = 1 - available / pre
     suggested = math.ceil(minimum * 1000) / 1000
     return (
@@ -44,7 +46,7 @@ def loaded_weights(mfs: float, available: float, pre: float) -> str:
 
 
 def mamba_cache_too_small(k: int, rest_gib: float, slot_bytes: int) -> str:
-    """0.5.23 _handle_max_mamba_cache when K comes out non-positive."""
+    """handle_max_mamba_cache (0.5.13 on) when K comes out non-positive."""
     return (
         "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
         f"Computed max_mamba_cache_size={k} (total_rest_memory={rest_gib:.2f} GB, "
@@ -55,7 +57,7 @@ def mamba_cache_too_small(k: int, rest_gib: float, slot_bytes: int) -> str:
 
 
 def mamba_no_requests(k: int, ratio: int, requests: int) -> str:
-    """0.5.23 resolve_max_num_reqs when the Mamba cap leaves no request."""
+    """_resolve_max_num_reqs (0.5.13 on) when the Mamba cap leaves no request."""
     return (
         "RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
         f"max_mamba_cache_size={k}, mamba_ratio={ratio}, resulting max_num_reqs={requests}. "
@@ -65,7 +67,7 @@ def mamba_no_requests(k: int, ratio: int, requests: int) -> str:
 
 
 def swa_pool_too_small(swa_tokens: int, window: int, page: int) -> str:
-    """0.5.23 HybridSWAPoolConfigurator: a sliding-window pool that can never admit a request."""
+    """HybridSWAPoolConfigurator (0.5.16 on): a sliding-window pool that can never admit a request."""
     return (
         f"ValueError: SWA pool ({swa_tokens} tokens) cannot hold even one request: the prefill admission "
         f"floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or "
@@ -74,7 +76,7 @@ def swa_pool_too_small(swa_tokens: int, window: int, page: int) -> str:
 
 
 def swa_cap_no_room(swa_tokens: int, swa_gib: float, available_gib: float) -> str:
-    """0.5.23 SWARequestCapPoolConfigurator: the request-sized sliding-window pool leaves nothing for
+    """SWARequestCapPoolConfigurator (0.5.22 on): the request-sized sliding-window pool leaves nothing for
     the full-attention pool."""
     return (
         f"RuntimeError: SWA pool cap ({swa_tokens} tokens, {swa_gib:.2f} GiB) leaves no room for the full "
@@ -89,20 +91,12 @@ def max_running_zero() -> str:
 
 
 def radix_conflict(arch: str) -> str:
-    """0.5.11 server_args._handle_mamba_radix_cache: speculative decoding + radix cache + no_buffer."""
+    """server_args._handle_mamba_radix_cache (0.5.10-0.5.13): speculative decoding + radix cache +
+    no_buffer."""
     return (
         f"ValueError: Speculative decoding for {arch} is not compatible with radix cache when using "
         "--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use "
         "--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
-    )
-
-
-def extra_buffer_without_radix() -> str:
-    """Old releases reject extra_buffer together with --disable-radix-cache."""
-    return (
-        "ValueError: mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling "
-        "is already supported with no_buffer + disable_radix_cache. Please use "
-        "--mamba-scheduler-strategy no_buffer instead."
     )
 
 

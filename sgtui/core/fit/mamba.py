@@ -1,16 +1,18 @@
 """The Mamba / linear-attention state pool: strategy, slots per request, K, and what it takes from rest.
 
 Sources: server_args._handle_mamba_radix_cache and model_runner_kv_cache_mixin.handle_max_mamba_cache /
-_calculate_mamba_ratio (0.5.9, 0.5.11); mem_cache/kv_cache_configurator.py _handle_max_mamba_cache and
-arg_groups/overrides.py _mamba_radix_cache_resolution (0.5.23).
+_calculate_mamba_ratio (0.5.9 to 0.5.15); mem_cache/kv_cache_configurator.py _handle_max_mamba_cache
+(0.5.16 on) and arg_groups/overrides.py _mamba_radix_cache_resolution (0.5.15 on). Which rule applies
+is the release window's (`Rules.mamba_state`, `mamba_radix_spec`, ...).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sgtui.core import fit_errors
+from sgtui.core.fit import errors as fit_errors
 from sgtui.core.flags import LaunchSpec
+from sgtui.core.sglang.rules import Rules
 
 GIB = 1 << 30
 
@@ -37,29 +39,31 @@ class MambaBudget:
 def resolve_strategy(
     b: MambaBudget,
     spec: LaunchSpec,
-    family: str,
+    rules: Rules,
     *,
     speculative: bool,
     arch: str,
     extra_buffer_ok: bool,
-    parts: tuple[int, int, int] = (0, 5, 9),
 ) -> None:
-    """The strategy, the radix-cache rules, and the slots each running request holds (before 0.5.9
-    speculative decoding left the radix cache alone on GDN hybrids)."""
+    """The strategy, the radix-cache rules, and the slots each running request holds."""
     strategy = (spec.mamba_strategy or "auto").lower()
     b.overlap = not spec.disable_overlap_schedule
     if strategy == "auto":
-        # 0.5.23 resolves auto to extra_buffer where the architecture supports it (Qwen3-Next/3.5).
-        eligible = family == "0.5.23" and extra_buffer_ok and (b.overlap or (spec.page_size or 1) > 1)
+        # from 0.5.14 auto resolves to extra_buffer where the architecture supports it (Qwen3-Next/3.5)
+        eligible = (
+            rules.mamba_auto_strategy == "extra_buffer"
+            and extra_buffer_ok
+            and (b.overlap or (spec.page_size or 1) > 1)
+        )
         strategy = "extra_buffer" if eligible else "no_buffer"
-    if strategy.startswith("extra_buffer") and b.radix_disabled and family != "0.5.23":
-        raise fit_errors.PredictedError(fit_errors.extra_buffer_without_radix())
+    if strategy.startswith("extra_buffer") and b.radix_disabled and rules.extra_buffer_radix_error:
+        raise fit_errors.PredictedError(rules.extra_buffer_radix_error)
     if strategy == "no_buffer" and not b.radix_disabled:
-        if speculative and family == "0.5.9" and parts >= (0, 5, 9):
+        if speculative and rules.mamba_radix_spec == "disable":
             b.radix_disabled = True  # "Disabling radix cache since speculative decoding ... not supported"
-        elif speculative and family == "0.5.11":
+        elif speculative and rules.mamba_radix_spec == "raise":
             raise fit_errors.PredictedError(fit_errors.radix_conflict(arch))
-        elif not speculative and family != "0.5.23":
+        elif not speculative and rules.no_buffer_disables_overlap:
             b.overlap = False  # no_buffer with the radix cache turns the overlap scheduler off
     b.strategy = strategy
     if b.radix_disabled:
@@ -68,8 +72,10 @@ def resolve_strategy(
         b.ratio = 3
     elif strategy == "extra_buffer_lazy":
         b.ratio = 4
-    elif family == "0.5.9":
-        b.ratio = 4 if speculative else 5
+    elif speculative and rules.extra_buffer_spec_ratio:
+        b.ratio = rules.extra_buffer_spec_ratio
+    elif rules.extra_buffer_spec_ratio:
+        b.ratio = 5  # 0.5.9: 4 with speculative decoding, 5 without, whatever the overlap
     else:
         b.ratio = 5 if b.overlap else 4
 
@@ -77,22 +83,27 @@ def resolve_strategy(
 def take_state(
     b: MambaBudget,
     spec: LaunchSpec,
-    family: str,
+    rules: Rules,
     *,
-    parts: tuple[int, int, int] = (0, 5, 9),
     slot: int,
     draft_tokens: int | None,
     max_running: int | None,
     dp: int,
 ) -> None:
-    """Choose K and subtract the state pool (and the speculative intermediate state) from `b.rest`."""
+    """Choose K and subtract the state pool (and the speculative intermediate state) from `b.rest`.
+
+    split (0.5.9-0.5.12): the intermediate state first (mrr x D, uncapped), then K from the ratio
+    split. joint (0.5.13-0.5.16): K = floor(budget / (slot x (1 + D/ratio))), intermediate =
+    slot x min(mrr, K // ratio) x D. joint-padded (0.5.17 on): the pool's padding slot on both
+    buffers, K = floor((budget - slot x (1 + D)) / (slot x (1 + D/ratio))), K+1 slots taken."""
     r = spec.mamba_full_memory_ratio
     d = draft_tokens or 0
     speculative = draft_tokens is not None and max_running is not None
-    if parts < (0, 5, 9):
-        _take_state_before_059(b, spec, parts, slot=slot, d=d, max_running=max_running, dp=dp)
+    kind = rules.mamba_state
+    if kind in ("always-off", "split-copies", "spec-first-512"):
+        _take_state_before_059(b, spec, kind, slot=slot, d=d, max_running=max_running, dp=dp)
         return
-    if family != "0.5.23":
+    if kind == "split":
         if speculative:
             assert max_running is not None
             _spec(b, slot, max_running // dp, max_running // dp, d)  # before the split, uncapped
@@ -104,30 +115,35 @@ def take_state(
             b.k, b.k_rule = int((b.rest * r / (1 + r) * GIB) // slot), _split_rule(r)
         _state(b, slot, b.k)
         return
+    pad = 1 if kind == "joint-padded" else 0
+    floor_one = rules.mamba_requests_floor_one
     if spec.max_mamba_cache_size is not None:
         b.k, b.k_rule = spec.max_mamba_cache_size // dp, "--max-mamba-cache-size"
         if speculative:
             assert max_running is not None
-            capped = min(max(1, max_running // dp), b.k // b.ratio)
-            _spec(b, slot, capped, capped + 1, d)
+            requests = max(1, max_running // dp) if floor_one else max_running // dp
+            capped = min(requests, b.k // b.ratio)
+            _spec(b, slot, capped, capped + pad, d)
     elif b.radix_disabled and max_running is not None:
-        b.k, b.k_rule = max(1, max_running // dp), RULE_RUNNING
+        k = max_running // dp
+        b.k, b.k_rule = (max(1, k) if floor_one else k), RULE_RUNNING
         if speculative:
-            _spec(b, slot, b.k, b.k + 1, d)
+            _spec(b, slot, b.k, b.k + pad, d)
     else:
         budget_bytes = b.rest * r / (1 + r) * GIB
         if speculative:
             assert max_running is not None
             # joint solve: main state + intermediate state = the Mamba share of rest
-            b.k = int((budget_bytes - slot * (1 + d)) // (slot * (1 + d / b.ratio)))
+            b.k = int((budget_bytes - pad * slot * (1 + d)) // (slot * (1 + d / b.ratio)))
             b.k_rule = f"{_split_rule(r)}, solved together with the speculative state"
-            capped = min(max(1, max_running // dp), b.k // b.ratio)
-            _spec(b, slot, capped, capped + 1, d)
+            requests = max(1, max_running // dp) if floor_one else max_running // dp
+            capped = min(requests, b.k // b.ratio)
+            _spec(b, slot, capped, capped + pad, d)
         else:
-            b.k, b.k_rule = int((budget_bytes - slot) // slot), _split_rule(r)
-    if b.k <= 0:
+            b.k, b.k_rule = int((budget_bytes - pad * slot) // slot), _split_rule(r)
+    if b.k <= 0 and rules.mamba_errors:
         raise fit_errors.PredictedError(fit_errors.mamba_cache_too_small(b.k, b.rest, slot))
-    _state(b, slot, b.k + 1)  # the pool pads one slot
+    _state(b, slot, b.k + pad)  # from 0.5.17 the pool's padding slot is budgeted
 
 
 RULE_RUNNING = "max running requests"
@@ -160,7 +176,7 @@ LEGACY_MAMBA_SLOTS = 512
 def _take_state_before_059(
     b: MambaBudget,
     spec: LaunchSpec,
-    parts: tuple[int, int, int],
+    kind: str,
     *,
     slot: int,
     d: int,
@@ -185,13 +201,13 @@ def _take_state_before_059(
         if max_running
         else f"the default {LEGACY_MAMBA_SLOTS} slots"
     )
-    if parts < (0, 5, 4):
+    if kind == "always-off":
         b.radix_disabled = True  # 0.5.2/0.5.3 always ran hybrid GDN models without the radix cache
         b.ratio = 1
         b.k, b.k_rule = fallback // dp, fallback_rule
         _state(b, slot, b.k)
         return
-    if parts < (0, 5, 7):
+    if kind == "split-copies":
         if b.radix_disabled:
             b.k, b.k_rule = fallback, fallback_rule
         else:

@@ -2,10 +2,10 @@
 weights as loaded, the KV cell (MHA/GQA, MLA, sliding-window split, hybrid full layers) and the
 linear-attention state slot.
 
-Sources (SGLang 0.5.11 unless noted): pool_configurator.py DefaultPoolConfigurator and
-HybridSWAPoolConfigurator, configs/model_config.py get_num_kv_heads, configs/mamba_utils.py
-(Mamba2StateShape, mamba_cache_per_req), configs/qwen3_next.py (layers_block_type),
-mem_cache/memory_pool.py (the +page rows and K+1 slots).
+Sources (SGLang 0.5.11 unless noted; what changed between releases is a rule of the window):
+pool_configurator.py DefaultPoolConfigurator and HybridSWAPoolConfigurator, configs/model_config.py
+get_num_kv_heads, configs/mamba_utils.py (Mamba2StateShape, mamba_cache_per_req), configs/qwen3_next.py
+(layers_block_type), mem_cache/memory_pool.py (the +page rows and K+1 slots).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 
 from sgtui.core.errors import UserError
 from sgtui.core.flags import LaunchSpec
+from sgtui.core.gpus import is_rocm, preset_name
 from sgtui.core.model import DTYPE_BYTES, ModelFacts, estimate_param_count, mtp_weight_bytes
+from sgtui.core.sglang.rules import Rules
 
 KV_DTYPE_BYTES: dict[str, float] = {
     "fp8_e4m3": 1,
@@ -67,15 +69,15 @@ def weight_bytes_on_gpu(spec: LaunchSpec, model: ModelFacts) -> tuple[int, bool]
     return int(total * embed_share + total * (1 - embed_share) * online / runtime), True
 
 
-def kv_dtype(
-    spec: LaunchSpec, model: ModelFacts, parts: tuple[int, int, int] = (0, 5, 9)
-) -> tuple[str, float]:
+def kv_dtype(spec: LaunchSpec, model: ModelFacts, rules: Rules) -> tuple[str, float]:
     """(name, bytes per element) of the KV cache: --kv-cache-dtype, else FP8 when the checkpoint says so
     (model_runner.init_memory_pool reads kv_cache_quant_algo from 0.5.3 on, older releases ignore it;
-    a compressed-tensors kv_cache_scheme counts only in the 0.5.23 family)."""
+    a compressed-tensors kv_cache_scheme counts from 0.5.18)."""
     chosen = (spec.kv_cache_dtype or "auto").lower()
     if chosen == "auto":
-        honoured = parts >= (0, 5, 18) if model.kv_cache_quant_from_scheme else parts >= (0, 5, 3)
+        honoured = (
+            rules.kv_scheme_honoured if model.kv_cache_quant_from_scheme else rules.kv_quant_algo_honoured
+        )
         if (model.kv_cache_quant_algo or "").upper() == "FP8" and honoured:
             return "fp8_e4m3", 1
         name = model_dtype(spec, model)
@@ -120,9 +122,7 @@ class KvLayout:
     all_swa: bool = False
 
 
-def hybrid_swa_enabled(
-    spec: LaunchSpec, model: ModelFacts, family: str, parts: tuple[int, int, int] = (0, 5, 9)
-) -> bool:
+def hybrid_swa_enabled(spec: LaunchSpec, model: ModelFacts, rules: Rules) -> bool:
     """Whether this launch gets a separate sliding-window pool.
 
     server_args / model_config per release: before 0.5.8 gpt-oss forces --disable-hybrid-swa-memory
@@ -130,17 +130,17 @@ def hybrid_swa_enabled(
     gpt-oss under the trtllm_mha backend or speculative decoding, 0.5.9-0.5.10 under trtllm_mha only,
     and 0.5.11 on keeps it; MiMo-V2 drops it under the hierarchical cache (0.5.7 on). Gemma2/3 never
     split (is_hybrid_swa_model leaves them out)."""
-    if spec.disable_hybrid_swa_memory or not model.is_hybrid_swa(family):
+    if spec.disable_hybrid_swa_memory or not model.is_hybrid_swa(rules.swa_archs):
         return False
     arch = model.architecture
     if arch.startswith("MiMoV2") and spec.enable_hierarchical_cache:
         return False  # server_args turns the split off for MiMo-V2 under the hierarchical cache
     gpt_oss = arch == "GptOssForCausalLM"
-    if parts < (0, 5, 8):
+    if rules.swa_split == "none":
         return not (gpt_oss or arch.startswith("Llama4"))
-    if gpt_oss and parts < (0, 5, 11):
+    if gpt_oss and rules.swa_split != "always":
         trtllm = (spec.attention_backend or "").lower() == "trtllm_mha"
-        return not (trtllm or (parts < (0, 5, 9) and spec.speculative_algorithm))
+        return not (trtllm or (rules.swa_split == "gpt-oss-trtllm-spec" and bool(spec.speculative_algorithm)))
     return True
 
 
@@ -160,22 +160,16 @@ def _dsa_fp8_row_bytes(spec: LaunchSpec, model: ModelFacts, gpu_name: str) -> in
     }
     if "trtllm" in backends or backends == {"tilelang"}:
         return None
-    if backends == {""} and gpu_name.upper().startswith(_RAW_DSA_ROW_GPUS):
+    preset = (preset_name(gpu_name) or gpu_name).upper()
+    if backends == {""} and preset.startswith(_RAW_DSA_ROW_GPUS):
         return None
-    if gpu_name.upper().startswith("MI"):
+    if is_rocm(gpu_name):
         return None  # on ROCm every DSA backend reads the raw row
     rank = model.kv_lora_rank
     return rank + rank // 128 * 4 + model.qk_rope_head_dim * 2
 
 
-def kv_layout(
-    spec: LaunchSpec,
-    model: ModelFacts,
-    family: str,
-    elem: float,
-    parts: tuple[int, int, int] = (0, 5, 9),
-    gpu_name: str = "",
-) -> KvLayout:
+def kv_layout(spec: LaunchSpec, model: ModelFacts, rules: Rules, elem: float, gpu_name: str = "") -> KvLayout:
     """MHA/GQA heads per GPU (never below 1), MLA's latent, the SWA split, or only the full layers
     of a GDN hybrid. `gpu_name` picks 0.5.23's default DSA backend (and so its FP8 row size)."""
     t = attention_tp(spec)
@@ -183,8 +177,12 @@ def kv_layout(
         assert model.kv_lora_rank is not None and model.qk_rope_head_dim is not None
         layers = _layers_per_stage(model.num_layers, spec.pp_size)
         dim = model.kv_lora_rank + model.qk_rope_head_dim
-        if model.dsa_index_head_dim and family == "0.5.23" and kv_dtype(spec, model, parts)[0] == "fp8_e4m3":
-            # 0.5.9 and 0.5.11 price the raw row whatever the pool stores; 0.5.23 prices what it stores
+        if (
+            model.dsa_index_head_dim
+            and rules.dsa_fp8_row_priced
+            and kv_dtype(spec, model, rules)[0] == "fp8_e4m3"
+        ):
+            # older releases price the raw row whatever the pool stores; newer ones price what it stores
             dim = _dsa_fp8_row_bytes(spec, model, gpu_name) or dim
         indexer = 0
         if model.dsa_index_head_dim:
@@ -199,7 +197,7 @@ def kv_layout(
         )
     kvh = max(1, model.num_kv_heads // t)
     k_bytes, v_bytes = kvh * model.head_dim * elem, kvh * model.v_head_dim * elem
-    if hybrid_swa_enabled(spec, model, family, parts):
+    if hybrid_swa_enabled(spec, model, rules):
         n_full, n_swa = model.swa_layer_split()
         if n_swa > 0:
             swa_kvh = max(1, (model.swa_num_kv_heads or model.num_kv_heads) // t)
@@ -208,7 +206,7 @@ def kv_layout(
             all_swa = n_full == 0
             # before 0.5.9 set_num_tokens_hybrid_swa split a token count priced at the full layers'
             # size, so sliding-window layers with fewer heads or a smaller head_dim still cost as much
-            swa_priced = swa_k + swa_v if parts >= (0, 5, 9) else k_bytes + v_bytes
+            swa_priced = swa_k + swa_v if rules.swa_priced_by_own_layers else k_bytes + v_bytes
             cell = (
                 (swa_k + swa_v) * n_swa
                 if all_swa
@@ -274,12 +272,10 @@ def _ssm_dtype(spec: LaunchSpec, config_dtype: str | None) -> tuple[str, int]:
     return name, _SSM_DTYPES[name]
 
 
-def state_shape(
-    spec: LaunchSpec, model: ModelFacts, parts: tuple[int, int, int] = (0, 5, 9)
-) -> StateShape | None:
+def state_shape(spec: LaunchSpec, model: ModelFacts, rules: Rules) -> StateShape | None:
     """The per-slot recurrent state of a GDN or Mamba2 hybrid (None for models without one). Before
     0.5.9 --mamba-ssm-dtype defaulted to float32 and the config's mamba_ssm_dtype was not read."""
-    if parts < (0, 5, 9) and spec.mamba_ssm_dtype is None:
+    if not rules.mamba_ssm_dtype_from_config and spec.mamba_ssm_dtype is None:
         spec = replace(spec, mamba_ssm_dtype="float32")
     t = attention_tp(spec)
     layers = _layers_per_stage(model.linear_attention_layers, spec.pp_size)
