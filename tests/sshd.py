@@ -93,6 +93,7 @@ def start_sshd(
     host: str = "127.0.0.1",
     port: int | None = None,
     extra_config: str = "",
+    password_auth: bool = False,
 ) -> Iterator[SshdServer]:
     """Start sshd on host (random port unless given) with a fresh host key and one authorized client key.
 
@@ -122,7 +123,7 @@ def start_sshd(
             f"AuthorizedKeysFile {auth}",
             "StrictModes no",
             "PermitRootLogin prohibit-password",
-            "PasswordAuthentication no",
+            f"PasswordAuthentication {'yes' if password_auth else 'no'}",
             "KbdInteractiveAuthentication no",
             "UsePAM no",
             "LogLevel ERROR",

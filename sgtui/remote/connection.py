@@ -12,60 +12,58 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
-import functools
-import logging
-import os
-import re
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import asyncssh
 
+from sgtui.core.errors import UserError
 from sgtui.core.shell import RemoteCommand
-from sgtui.remote.hosts import HostConfig, load_hosts, parse_jump, sgtui_known_hosts
+from sgtui.remote.hosts import HostConfig, load_hosts, parse_jump
+from sgtui.remote.known_hosts import (
+    USER_KNOWN_HOSTS,
+    HostKeyError,
+    accept_host_key,
+    known_hosts_paths,
+    known_match,
+    load_known_hosts,
+    recorded_in,
+    revoked_keys,
+)
+from sgtui.remote.local import LocalTransport
+from sgtui.remote.proxy import ProxyCommand
+from sgtui.remote.transport import (
+    ConnectionEvent,
+    ConnState,
+    EventSink,
+    RemoteError,
+    Result,
+    Stream,
+    UnreachableError,
+    _Subscribers,
+)
+
+__all__ = [  # what callers import from here
+    "AuthError",
+    "ConnState",
+    "Connection",
+    "ConnectionEvent",
+    "ConnectionPool",
+    "HostKeyError",
+    "LocalTransport",
+    "RemoteError",
+    "Result",
+    "Stream",
+    "Transport",
+    "UnreachableError",
+    "accept_host_key",
+]
 
 PasswordCallback = Callable[[str], Awaitable[str | None]]
-USER_KNOWN_HOSTS = Path(os.path.expanduser("~/.ssh/known_hosts"))
-GLOBAL_KNOWN_HOSTS = Path("/etc/ssh/ssh_known_hosts")  # admins (and Proxmox clusters) record keys here
 CHANNEL_RETRY_MAX_DELAY = 1.5
-_log = logging.getLogger(__name__)
 STREAM_RESERVE = 2  # channels of the budget kept for short commands
-
-
-class ConnState(enum.Enum):
-    CONNECTING = "connecting"
-    UP = "up"
-    LOST = "lost"
-    RETRYING = "retrying"
-    AUTH_FAILED = "auth failed"
-    UNREACHABLE = "unreachable"
-    HOST_KEY_UNKNOWN = "host key unknown"
-    HOST_KEY_CHANGED = "host key changed"
-    CLOSED = "closed"
-
-
-@dataclass(frozen=True)
-class ConnectionEvent:
-    """A state change of one host's connection; `retry_in` is set for RETRYING."""
-
-    host: str
-    state: ConnState
-    message: str = ""
-    retry_in: float | None = None
-    fingerprint: str | None = None
-    at: float = field(default_factory=time.time)
-
-
-class RemoteError(Exception):
-    """Talking to a host failed; the message says which host and why."""
-
-
-class UnreachableError(RemoteError):
-    pass
 
 
 class AuthError(RemoteError):
@@ -74,144 +72,6 @@ class AuthError(RemoteError):
     def __init__(self, message: str, host: HostConfig) -> None:
         super().__init__(message)
         self.host = host
-
-
-class HostKeyError(RemoteError):
-    """The host's key is unknown or differs from the recorded one. Nothing was sent to it."""
-
-    def __init__(
-        self, host: HostConfig, key: asyncssh.SSHKey | None, changed: bool, recorded_in: Path | None = None
-    ) -> None:
-        self.host = host
-        self.key = key
-        self.changed = changed
-        self.recorded_in = recorded_in
-        self.fingerprint = key.get_fingerprint() if key is not None else "(no key seen)"
-        kind = key.get_algorithm() if key is not None else "host"
-        where = f"{host.name} ({host.hostname}:{host.port})"
-        if changed:
-            msg = (
-                f"HOST KEY CHANGED for {where}: it now offers {kind} key {self.fingerprint}, which differs "
-                "from the recorded key; someone may be intercepting the connection, or the host was "
-                "reinstalled: check with its owner before removing the old entry from "
-                f"{recorded_in or 'your known_hosts'}"
-            )
-        else:
-            msg = (
-                f"unknown host key for {where}: {kind} {self.fingerprint}; compare it with "
-                f"`ssh-keygen -lf /etc/ssh/ssh_host_{_key_file_kind(kind)}_key.pub` run on the host, "
-                "then accept it"
-            )
-        super().__init__(msg)
-
-
-def _key_file_kind(algorithm: str) -> str:
-    """The word in sshd's host key file name for a key algorithm (ssh_host_<word>_key.pub)."""
-    if algorithm.startswith("ecdsa-"):
-        return "ecdsa"
-    return algorithm.removeprefix("ssh-").split("-")[0]
-
-
-@dataclass(frozen=True)
-class Result:
-    """A finished command. `rc` is None when it was killed by a signal (see `signal`)."""
-
-    stdout: str
-    stderr: str
-    rc: int | None
-    signal: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.rc == 0
-
-
-class Stream(Protocol):
-    """A running command's stdout as bytes chunks; b"" at EOF."""
-
-    async def read(self, n: int = 65536) -> bytes: ...
-
-    @property
-    def returncode(self) -> int | None: ...
-
-
-EventSink = Callable[[ConnectionEvent], None] | asyncio.Queue[ConnectionEvent]
-
-
-class _Subscribers:
-    def __init__(self) -> None:
-        self._sinks: list[EventSink] = []
-        self.last: ConnectionEvent | None = None
-
-    def add(self, sink: EventSink) -> Callable[[], None]:
-        self._sinks.append(sink)
-        return lambda: self._sinks.remove(sink) if sink in self._sinks else None
-
-    def emit(self, event: ConnectionEvent) -> None:
-        """Deliver to every sink; a failing one is logged and skipped, because events are emitted from
-        inside asyncssh's callbacks, where an exception would stop the reconnect from being scheduled."""
-        self.last = event
-        for sink in list(self._sinks):
-            try:
-                if isinstance(sink, asyncio.Queue):
-                    sink.put_nowait(event)
-                else:
-                    sink(event)
-            except Exception:
-                _log.exception("connection event subscriber failed on %s", event.state.value)
-
-
-# A name as it may appear in a known_hosts line: anything else (space, comma, *, ?, !, #, newline) would
-# make the line mean more than "this key for this host".
-_KNOWN_HOSTS_NAME = re.compile(r"[A-Za-z0-9._:%-]+\Z")
-
-
-def accept_host_key(host: HostConfig, key: asyncssh.SSHKey, path: Path | None = None) -> Path:
-    """Trust `key` for `host` from now on: append it to sgtui's known_hosts (the user decided)."""
-    if not _KNOWN_HOSTS_NAME.match(host.hostname) or not 0 < host.port < 65536:
-        raise RemoteError(
-            f"{host.name}: will not record a host key for {host.hostname!r}:{host.port}: a known_hosts entry "
-            "needs a plain host name or address (no spaces, commas or wildcards); fix the hostname"
-        )
-    path = path or sgtui_known_hosts()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    name = host.hostname if host.port == 22 else f"[{host.hostname}]:{host.port}"
-    line = f"{name} {key.convert_to_public().export_public_key().decode().strip()}\n"
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(line)
-    return path
-
-
-def _known_hosts_paths(host: HostConfig, user_known_hosts: Path | None) -> list[Path]:
-    """Where trusted keys come from: the host entry's files, sgtui's own, and (unless the caller keeps
-    the user's files out, as tests do) ~/.ssh/known_hosts and the system-wide file `ssh` also reads."""
-    found = [Path(p) for p in host.known_hosts]
-    found.append(sgtui_known_hosts())
-    if user_known_hosts is not None:
-        found += [user_known_hosts, GLOBAL_KNOWN_HOSTS]
-    return [p for p in found if p.is_file()]
-
-
-def _load_known_hosts(paths: Sequence[Path]) -> asyncssh.SSHKnownHosts:
-    """All entries of the known_hosts files; a malformed line is skipped (as OpenSSH does), not fatal."""
-    return _parse_known_hosts("\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths))
-
-
-@functools.lru_cache(maxsize=8)
-def _parse_known_hosts(text: str) -> asyncssh.SSHKnownHosts:
-    """Parsed once per distinct file content: with a fleet of N hosts the file has N lines, and parsing
-    it for every connection made connecting all of them cost O(N^2) key imports (read-only afterwards)."""
-    try:
-        return asyncssh.import_known_hosts(text)
-    except ValueError:
-        good = []
-        for line in text.splitlines():
-            try:
-                asyncssh.import_known_hosts(line)
-            except ValueError:
-                continue
-            good.append(line)
-        return asyncssh.import_known_hosts("\n".join(good))
 
 
 async def _connect_learning_key_type(hostname: str, kwargs: dict[str, Any]) -> asyncssh.SSHClientConnection:
@@ -226,20 +86,25 @@ async def _connect_learning_key_type(hostname: str, kwargs: dict[str, Any]) -> a
         return await asyncssh.connect(hostname, **kwargs, server_host_key_algs="default")
 
 
-def _recorded_in(paths: Sequence[Path], host: HostConfig, addr: str) -> Path | None:
-    """The known_hosts file holding the old key of a host whose key changed (for the message)."""
-    for path in paths:
-        if _load_known_hosts([path]).match(host.hostname, addr, host.port)[0]:
-            return path
-    return None
-
-
 class _Client(asyncssh.SSHClient):  # type: ignore[misc]
     def __init__(self, owner: Connection) -> None:
         self._owner = owner
         self.offered_key: asyncssh.SSHKey | None = None
         self.addr = ""
         self._password_tries = 0
+        self.answers: dict[str, str] = {}  # what the user typed on this attempt, by prompt
+
+    async def _ask(self, prompt: str) -> str | None:
+        """The answer kept from an earlier connection on the first try, else the user's."""
+        cb = self._owner.password_cb
+        kept = self._owner._secrets.get(prompt)
+        if kept is not None and self._password_tries == 1:
+            self.answers[prompt] = kept
+            return kept
+        answer = None if cb is None else await cb(prompt)
+        if answer is not None:
+            self.answers[prompt] = answer
+        return answer
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         self.offered_key = key
@@ -253,7 +118,7 @@ class _Client(asyncssh.SSHClient):  # type: ignore[misc]
         self._password_tries += 1
         host = self._owner.host
         who = f"{host.user}@{host.hostname}" if host.user else host.hostname
-        return await cb(f"password for {who}")
+        return await self._ask(f"password for {who}")
 
     def kbdint_auth_requested(self) -> str | None:
         """Servers that ask for the password through keyboard-interactive (PAM) get the same prompt."""
@@ -272,8 +137,9 @@ class _Client(asyncssh.SSHClient):  # type: ignore[misc]
         self._password_tries += 1
         host = self._owner.host
         answers = []
-        for prompt, _echo in prompts:
-            answer = await cb(f"{host.name}: {prompt.strip() or 'password'}")
+        for prompt, echo in prompts:
+            text = f"{host.name}: {prompt.strip() or 'password'}"
+            answer = await (cb(text) if echo else self._ask(text))  # only secret answers are kept
             if answer is None:
                 return None
             answers.append(answer)
@@ -281,6 +147,13 @@ class _Client(asyncssh.SSHClient):  # type: ignore[misc]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._owner._connection_lost(exc)
+
+
+class _Secrets(dict[str, str]):
+    """Passwords kept in memory, by prompt; their repr never shows them (logs, tracebacks, debuggers)."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} password(s) kept in memory>"
 
 
 class _ProcStream:
@@ -337,6 +210,11 @@ class Connection:
         self._closing = False
         self._keys: dict[str, asyncssh.SSHKey] = {}
         self._key_notes: list[str] = []
+        # passwords the user typed, by prompt: kept in memory for the session so a reconnect does not ask
+        # again (never written anywhere); dropped when the host refuses them
+        self._secrets = _Secrets()
+        self._proxy: ProxyCommand | None = None
+        self._closers: set[asyncio.Future[None]] = set()
         self.state = ConnState.CLOSED
 
     # -- events -------------------------------------------------------------------------------------------
@@ -360,8 +238,8 @@ class Connection:
 
     async def _open(self) -> asyncssh.SSHClientConnection:
         self._emit(ConnState.CONNECTING, f"connecting to {self.host.hostname}:{self.host.port}")
-        known_paths = _known_hosts_paths(self.host, self._user_known_hosts)
-        known = _load_known_hosts(known_paths)
+        known_paths = known_hosts_paths(self.host, self._user_known_hosts)
+        known = load_known_hosts(known_paths)
         client = _Client(self)
         kwargs: dict[str, Any] = {
             "port": self.host.port,
@@ -374,14 +252,33 @@ class Connection:
         }
         if self.host.user:
             kwargs["username"] = self.host.user
+        if self.host.host_key_alias:  # OpenSSH looks the alias up alone (no address, no port)
+            kwargs["known_hosts"] = known_match(known, self.host, "")[:3]
+        if self._agent_path != ():
+            kwargs["agent_path"] = self._agent_path
         if self._client_keys is not None:
             kwargs["client_keys"] = self._client_keys
+        elif self.host.identities_only and self.host.identity_files:
+            # only these keys, from their files or the agent: never ~/.ssh/id_* or other agent keys
+            keys = await self._identity_keys()
+            kwargs["client_keys"] = keys or None  # asyncssh reads [] as "the default keys"
+            if keys:
+                kwargs["agent_identities"] = [k[0] if isinstance(k, tuple) else k for k in keys]
+            else:
+                kwargs["agent_path"] = None
         elif any(Path(p).is_file() for p in self.host.identity_files):
             keys = await self._identity_keys()
             if keys:
                 kwargs["client_keys"] = keys
-        if self._agent_path != ():
-            kwargs["agent_path"] = self._agent_path
+        if self.host.proxy_command and self._tunnel is None:
+            try:
+                self._proxy = await ProxyCommand.start(self.host)
+            except (OSError, UserError) as exc:
+                msg = f"cannot reach {self.host.name}: its ProxyCommand could not be started ({exc})"
+                self._emit(ConnState.UNREACHABLE, msg)
+                raise UnreachableError(msg) from None
+            kwargs["sock"] = self._proxy.sock
+        proxy = self._proxy  # connection_lost may drop self._proxy while this attempt fails
         if self._tunnel is not None:
             try:
                 kwargs["tunnel"] = await self._tunnel._ensure()
@@ -390,15 +287,38 @@ class Connection:
                 raise
         try:
             conn = await _connect_learning_key_type(self.host.hostname, kwargs)
-        except asyncssh.HostKeyNotVerifiable:
-            changed = bool(known.match(self.host.hostname, client.addr, self.host.port)[0])
-            recorded = _recorded_in(known_paths, self.host, client.addr) if changed else None
+        except asyncssh.HostKeyNotVerifiable as exc:
+            await self._end_proxy()
+            matched = known_match(known, self.host, client.addr)
+            revoked = revoked_keys(known, self.host, client.addr)
+            offered = client.offered_key
+            if "revoked" in str(exc.reason) or (
+                offered is not None and any(k.public_data == offered.public_data for k in revoked)
+            ):
+                if offered is not None:
+                    revoked = [offered]
+                err = HostKeyError(
+                    self.host,
+                    revoked[0] if len(revoked) == 1 else None,
+                    True,
+                    recorded_in(known_paths, self.host, client.addr, revoked=True),
+                    revoked=True,
+                )
+                self._emit(ConnState.HOST_KEY_CHANGED, str(err), fingerprint=err.fingerprint)
+                raise err from None
+            changed = bool(matched[0])
+            recorded = recorded_in(known_paths, self.host, client.addr) if changed else None
             err = HostKeyError(self.host, client.offered_key, changed, recorded)
             state = ConnState.HOST_KEY_CHANGED if changed else ConnState.HOST_KEY_UNKNOWN
             self._emit(state, str(err), fingerprint=err.fingerprint)
             raise err from None
         except asyncssh.PermissionDenied as exc:
+            await self._end_proxy()
+            for prompt in client.answers:
+                self._secrets.pop(prompt, None)
             skipped = "".join(f"; {note}" for note in self._key_notes)
+            if self.host.identities_only and self.host.identity_files:
+                skipped += "; IdentitiesOnly: only " + ", ".join(self.host.identity_files) + " were offered"
             err2 = AuthError(
                 f"{self.host.name}: authentication failed as {self.host.user or 'the current user'} "
                 f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password",
@@ -407,12 +327,24 @@ class Connection:
             self._emit(ConnState.AUTH_FAILED, str(err2))
             raise err2 from None
         except (OSError, asyncssh.Error, TimeoutError) as exc:
-            err3 = UnreachableError(
-                f"cannot reach {self.host.name} ({self.host.hostname}:{self.host.port}): "
-                f"{exc or 'timed out'}; check that the host is up and that its hostname and port are right"
-            )
+            await self._end_proxy()
+            if proxy is not None:
+                await proxy.close()  # its stderr is read to the end
+                said = proxy.stderr_tail()
+                msg = (
+                    f"cannot reach {self.host.name} through its ProxyCommand `{proxy.command}`: "
+                    f"{said or exc or 'timed out'}; run that command by hand to see why"
+                )
+            else:
+                msg = (
+                    f"cannot reach {self.host.name} ({self.host.hostname}:{self.host.port}): "
+                    f"{exc or 'timed out'}; check that the host is up and that its hostname and port are "
+                    "right"
+                )
+            err3 = UnreachableError(msg)
             self._emit(ConnState.UNREACHABLE, str(err3))
             raise err3 from None
+        self._secrets.update(client.answers)
         self._conn = conn
         self._emit(ConnState.UP, f"connected to {self.host.hostname}:{self.host.port}")
         return conn
@@ -488,9 +420,18 @@ class Connection:
         if exc.host == self.host:
             self._fatal = exc
 
+    async def _end_proxy(self) -> None:
+        if self._proxy is not None:
+            proxy, self._proxy = self._proxy, None
+            await proxy.close()
+
     def _connection_lost(self, exc: Exception | None) -> None:
         was_up = self._conn is not None
         self._conn = None
+        if self._proxy is not None:
+            proxy, self._proxy = self._proxy, None
+            self._closers.add(task := asyncio.ensure_future(proxy.close()))
+            task.add_done_callback(self._closers.discard)
         if self._closing or not was_up:
             return
         self._emit(ConnState.LOST, f"{self.host.name}: connection lost ({exc or 'closed by the server'})")
@@ -530,6 +471,7 @@ class Connection:
             with contextlib.suppress(Exception):
                 await self._conn.wait_closed()
             self._conn = None
+        await self._end_proxy()
         self._emit(ConnState.CLOSED, f"{self.host.name}: closed")
 
     def abort(self) -> None:
@@ -607,103 +549,6 @@ class Connection:
         """A direct-tcpip channel to host:port as seen from the remote machine (no curl needed)."""
         conn = await self._ensure()
         return await conn.open_connection(host, port, encoding=None)
-
-
-class LocalTransport:
-    """The Connection interface for commands on this machine (the jump box is the GPU host)."""
-
-    def __init__(self, name: str = "local") -> None:
-        self.host = HostConfig(name=name, hostname="localhost", local=True, source="local")
-        self.state = ConnState.UP
-        self._subs = _Subscribers()
-
-    def subscribe(self, sink: EventSink) -> Callable[[], None]:
-        return self._subs.add(sink)
-
-    @property
-    def connected(self) -> bool:
-        return True
-
-    async def connect(self) -> LocalTransport:
-        self._subs.emit(ConnectionEvent(self.host.name, ConnState.UP, "local"))
-        return self
-
-    async def run(
-        self, command: str | RemoteCommand, *, input: str | bytes | None = None, timeout: float | None = None
-    ) -> Result:
-        if isinstance(command, RemoteCommand):
-            command, input = command.command, command.stdin
-        data = input.encode("utf-8") if isinstance(input, str) else input
-        proc = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(data), timeout)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-            raise RemoteError(f"local command timed out after {timeout} s") from None
-        rc = proc.returncode
-        sig = None
-        if rc is not None and rc < 0:
-            import signal as _signal
-
-            sig, rc = _signal.Signals(-rc).name.removeprefix("SIG"), None
-        return Result(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), rc, sig)
-
-    @contextlib.asynccontextmanager
-    async def stream(self, command: str | RemoteCommand, *, long_lived: bool = True) -> AsyncIterator[Stream]:
-        stdin = None
-        if isinstance(command, RemoteCommand):
-            command, stdin = command.command, command.stdin
-        proc = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
-            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        if stdin is not None and proc.stdin is not None:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
-        try:
-            yield _LocalStream(proc)
-        finally:
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, 15)
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(proc.wait(), 2)
-
-    async def open_connection(
-        self, host: str, port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        return await asyncio.open_connection(host, port)
-
-    async def close(self) -> None:
-        self.state = ConnState.CLOSED
-        self._subs.emit(ConnectionEvent(self.host.name, ConnState.CLOSED, "local"))
-
-
-class _LocalStream:
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self._proc = proc
-
-    async def read(self, n: int = 65536) -> bytes:
-        assert self._proc.stdout is not None
-        return await self._proc.stdout.read(n)
-
-    @property
-    def returncode(self) -> int | None:
-        return self._proc.returncode
 
 
 Transport = Connection | LocalTransport

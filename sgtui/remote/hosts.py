@@ -10,6 +10,9 @@ means here what it means to `ssh`. hosts.yaml (in the config dir) adds or overri
       identity_file: ~/.ssh/id_ed25519
       proxy_jump: bastion
       known_hosts: ~/.ssh/known_hosts_lab
+      host_key_alias: gpu1-bmc          # look the host key up under this name (OpenSSH HostKeyAlias)
+      identities_only: true             # offer only identity_file, never ~/.ssh/id_* or other agent keys
+      proxy_command: ssh -W %h:%p gw    # run as OpenSSH would (%h %p %r %n %%); its stdio is the link
       runs_dir: /data/me/sgtui-runs   # default: ~/.local/state/sgtui/runs of the login user, on the target
     here:
       local: true            # run on this machine, no SSH
@@ -34,7 +37,19 @@ from sgtui.core.yamlsafe import NoAliasLoader, compose_yaml
 
 HOSTS_FILE = "hosts.yaml"
 KNOWN_HOSTS_FILE = "known_hosts"
-_HOST_KEYS = {"hostname", "port", "user", "identity_file", "proxy_jump", "known_hosts", "local", "runs_dir"}
+_HOST_KEYS = {
+    "hostname",
+    "port",
+    "user",
+    "identity_file",
+    "proxy_jump",
+    "known_hosts",
+    "local",
+    "host_key_alias",
+    "identities_only",
+    "proxy_command",
+    "runs_dir",
+}
 
 
 class HostsFileError(UserError):
@@ -56,6 +71,14 @@ class HostConfig:
     source: str = "hosts.yaml"
     runs_dir: str | None = None  # None: the target user's own default (see sgtui.core.runscripts)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    host_key_alias: str | None = None  # the name its key is recorded under in known_hosts
+    identities_only: bool = False  # only identity_files (and those keys in the agent) are offered
+    proxy_command: str | None = None  # OpenSSH ProxyCommand, %-tokens not yet expanded
+
+    @property
+    def key_name(self) -> str:
+        """The name known_hosts is searched for: HostKeyAlias, else the hostname."""
+        return self.host_key_alias or self.hostname
 
 
 def default_ssh_config() -> Path:
@@ -127,6 +150,8 @@ def resolve_ssh_alias(alias: str, config_path: Path) -> HostConfig:
     idents = cfg.get("IdentityFile") or ()
     known = cfg.get("UserKnownHostsFile") or ()
     jump = cfg.get("ProxyJump")
+    proxy = cfg.get("ProxyCommand")
+    alias_key = cfg.get("HostKeyAlias")
     return HostConfig(
         name=alias,
         hostname=str(cfg.get("Hostname") or alias),
@@ -136,7 +161,37 @@ def resolve_ssh_alias(alias: str, config_path: Path) -> HostConfig:
         proxy_jump=None if not jump or str(jump).lower() == "none" else str(jump),
         known_hosts=tuple(os.path.expanduser(str(k)) for k in known),  # type: ignore[union-attr]
         source=str(config_path),
+        host_key_alias=str(alias_key) if alias_key else None,
+        identities_only=bool(cfg.get("IdentitiesOnly")),
+        # asyncssh has already expanded its %-tokens; "none" turns it off, as in OpenSSH
+        proxy_command=None if not proxy or str(proxy).lower() == "none" else _literal_percent(str(proxy)),
     )
+
+
+def _literal_percent(command: str) -> str:
+    """A command whose tokens were expanded already: keep its % signs literal for expand_proxy_command."""
+    return command.replace("%", "%%")
+
+
+_TOKEN = re.compile(r"%(.)")
+
+
+def expand_proxy_command(host: HostConfig, local_user: str | None = None) -> str:
+    """ProxyCommand with OpenSSH's tokens: %h hostname, %p port, %r remote user, %n the name as given,
+    %% a percent sign. An unknown token is an error (as in ssh), naming the host entry."""
+    command = host.proxy_command or ""
+    user = host.user or local_user or getpass.getuser()
+    values = {"h": host.hostname, "p": str(host.port), "r": user, "n": host.name, "%": "%"}
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) not in values:
+            raise HostsFileError(
+                f"{host.source}: host {host.name!r}: proxy_command uses %{m.group(1)}, which sgtui does not "
+                "expand; use %h, %p, %r, %n or %%"
+            )
+        return values[m.group(1)]
+
+    return _TOKEN.sub(one, command)
 
 
 def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -> dict[str, HostConfig]:
@@ -188,6 +243,12 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
         idents = (ident,) if isinstance(ident, str) else tuple(ident or ())
         known = entry.get("known_hosts")
         knowns = (known,) if isinstance(known, str) else tuple(known or ())
+        for key in ("host_key_alias", "proxy_command"):
+            if entry.get(key) is not None and not isinstance(entry[key], str):
+                problems.append(f"{where}: {key} must be a string, got {entry[key]!r}")
+        only = entry.get("identities_only")
+        if only is not None and not isinstance(only, bool):
+            problems.append(f"{where}: identities_only must be true or false, got {only!r}")
         hosts[str(name)] = HostConfig(
             name=str(name),
             hostname=str(entry.get("hostname") or (prior.hostname if prior else name)),
@@ -202,6 +263,13 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
             + (prior.known_hosts if prior else ()),
             local=bool(entry.get("local", False)),
             source=str(path),
+            host_key_alias=str(entry["host_key_alias"])
+            if isinstance(entry.get("host_key_alias"), str)
+            else (prior.host_key_alias if prior else None),
+            identities_only=only if isinstance(only, bool) else bool(prior and prior.identities_only),
+            proxy_command=str(entry["proxy_command"])
+            if isinstance(entry.get("proxy_command"), str)
+            else (prior.proxy_command if prior else None),
             runs_dir=runs_dir or (prior.runs_dir if prior else None),
         )
     if problems:

@@ -41,6 +41,7 @@ class RunStatus:
     members: int = 0  # live (non-zombie) processes left in the run's process group
     disk_full: str | None = None  # why the exit code is missing, when the log's disk is full
     foreign: str | None = None
+    why: str | None = None  # for a run that ended with its container: that container's fate
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from sgtui.remote.run_records import (
     status_from_marker,
 )
 from sgtui.remote.tail import LogChunk, follow, read_rest
-from sgtui.remote.targets import Target, explain_failure
+from sgtui.remote.targets import Target, container_ended, container_restarted_since, explain_failure
 
 __all__ = [
     "DEFAULT_RUNS_DIR",
@@ -241,14 +241,22 @@ class RunManager:
         return parse_run_listing(result.stdout, self.host, self.target, runs_dir)
 
     async def status(self, run: RunRecord) -> RunStatus:
-        """The run's state; a foreign record is FOREIGN without a look at its processes."""
+        """The run's state; a foreign record is FOREIGN without a look at its processes. A run whose
+        container was stopped, removed or restarted reads as DEAD with `why` saying so."""
         if run.foreign is not None:
             return RunStatus(RunState.FOREIGN, foreign=run.foreign)
-        marker, _ = await self._script(
-            runscripts.status_script(run.pgid, run.start, run.boot, run.log_path, run_dir=run.run_dir),
-            f"check run {run.id}",
-        )
-        return status_from_marker(marker, run.log_path)
+        script = runscripts.status_script(run.pgid, run.start, run.boot, run.log_path, run_dir=run.run_dir)
+        result = await self.conn.run(self.target.script(script), timeout=60)
+        marker = shell.parse_marker(result.stdout)
+        if marker is None:
+            if why := container_ended(self.host, self.target, result):
+                return RunStatus(RunState.DEAD, None, 0, why=why)
+            raise RunError(explain_failure(self.host, self.target, result, f"check run {run.id}"))
+        status = status_from_marker(marker, run.log_path)
+        ended = status.state in (RunState.DEAD, RunState.PID_REUSED)
+        if ended and (why := await container_restarted_since(self.conn, self.target, run.started_at)):
+            return RunStatus(RunState.DEAD, status.rc, 0, why=why)
+        return status
 
     async def preview(self, run: RunRecord) -> StopPreview:
         """What a stop of `run` would hit: its group leader's owner, age and command line next to the
@@ -311,6 +319,8 @@ class RunManager:
         marker = shell.parse_marker("\n".join(lines))
         if marker is None:
             failed = Result("\n".join(lines), "", None)
+            if self.target.kind != "host" and (await self.status(run)).why:  # its container is gone
+                return StopResult("not-running", None, 0, time.monotonic() - t0)
             raise RunError(explain_failure(self.host, self.target, failed, f"stop run {run.id}"))
         if marker.get("result") == "foreign":
             raise ForeignRunError(

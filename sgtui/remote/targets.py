@@ -3,9 +3,11 @@ container, and how to find the containers (and the GPUs each one is given)."""
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 import shlex
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -145,7 +147,10 @@ if command -v pct >/dev/null 2>&1; then
   done
 fi
 if command -v docker >/dev/null 2>&1; then
-  echo "@@docker"; docker ps --format '{{.Names}}	{{.Status}}	{{.Image}}' 2>/dev/null
+  if ! ps_out=$(docker ps --format '{{.Names}}	{{.Status}}	{{.Image}}' 2>&1); then
+    echo "@@dockererror"; printf '%s\n' "$ps_out"; ps_out=
+  fi
+  echo "@@docker"; printf '%s\n' "$ps_out"
   ids=$(docker ps -q 2>/dev/null | grep -E '^[0-9a-f]+$')
   if [ -n "$ids" ]; then
     echo "@@dockergpus"
@@ -218,7 +223,31 @@ async def discover(conn: Transport) -> list[ContainerInfo]:
     result = await conn.run(HOST.script(_DISCOVER), timeout=60)
     if "@@end" not in result.stdout:
         raise RemoteError(explain_failure(conn.host.name, HOST, result, "list its containers"))
-    return parse_discovery(result.stdout)
+    found = parse_discovery(result.stdout)
+    error = _section(result.stdout, "dockererror")
+    if error and not found:  # docker is there but refused us: say why rather than "no containers"
+        failed = _Output(error, "", None)
+        doing = "list Docker containers"
+        raise RemoteError(explain_failure(conn.host.name, Target("docker", "x"), failed, doing))
+    return found
+
+
+@dataclass(frozen=True)
+class _Output:
+    stdout: str
+    stderr: str
+    rc: int | None
+
+
+def _section(text: str, name: str) -> str:
+    """The lines after `@@name` up to the next `@@` marker line."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            inside = line[2:].strip() == name
+        elif inside:
+            lines.append(line)
+    return "\n".join(lines).strip()
 
 
 class _Failed(Protocol):
@@ -255,6 +284,12 @@ def explain_failure(host: str, target: Target, result: _Failed, doing: str) -> s
     if target.kind == "docker" and "is not running" in low:
         name = target.id
         return f"cannot {doing}: Docker container {name} on {host} is stopped; start it (docker start {name})"
+    if "docker daemon socket" in low and "permission denied" in low:
+        return (
+            f"cannot {doing} on {where}: this login may not use Docker (the docker socket refused it: it is "
+            "not root and not in the `docker` group); add it to that group (usermod -aG docker USER, then "
+            "log in again) or connect as root"
+        )
     if target.kind == "pct" and ("permission check failed" in low or "must be root" in low):
         return f"cannot {doing} on {where}: this login may not use pct ({last}); connect to {host} as root"
     no_bash = ("bash: no such file or directory", 'exec: "bash": executable file not found')
@@ -270,6 +305,52 @@ def explain_failure(host: str, target: Target, result: _Failed, doing: str) -> s
             "or choose a runs dir that user can write"
         )
     return f"cannot {doing} on {where}: {last}"
+
+
+def container_ended(host: str, target: Target, result: _Failed) -> str | None:
+    """Why nothing can run in the target because its container is stopped or gone (so a run in it has
+    ended with it), or None when the failure is something else."""
+    low = (result.stderr or result.stdout or "").lower()
+    if target.kind == "docker" and "no such container" in low:
+        return f"Docker container {target.id} is gone from {host} (removed), and the run ended with it"
+    if target.kind == "docker" and "is restarting" in low:
+        return (
+            f"Docker container {target.id} on {host} is restarting (its restart policy), and the run "
+            "ended with its old processes"
+        )
+    if target.kind == "docker" and "is not running" in low:
+        return (
+            f"Docker container {target.id} on {host} was stopped, and the run ended with it "
+            f"(docker start {target.id} starts the container, not the server)"
+        )
+    if target.kind == "pct" and re.search(r"\bct \d+ not running\b", low):
+        return f"container {target.id} on {host} was stopped, and the run ended with it"
+    return None
+
+
+_STARTED_AT = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z")
+
+
+async def container_restarted_since(conn: Transport, target: Target, since: float) -> str | None:
+    """For a Docker target: the sentence saying the container (re)started after `since` (a run launched
+    before then died with its old processes), from `docker inspect`; None when it did not or is unknown."""
+    if target.kind != "docker":
+        return None
+    fmt = "{{.State.StartedAt}} {{.RestartCount}} {{.HostConfig.RestartPolicy.Name}}"
+    result = await conn.run(shlex.join(["docker", "inspect", "--format", fmt, target.id or ""]), timeout=30)
+    words = result.stdout.split()
+    m = _STARTED_AT.fullmatch(words[0]) if result.rc == 0 and len(words) >= 2 else None
+    if m is None:
+        return None
+    started = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+    if started <= since:
+        return None
+    policy = words[2] if len(words) > 2 and words[2] not in ("", "no") else None
+    how = f"by its restart policy ({policy}; restart count {words[1]})" if policy else "again"
+    return (
+        f"Docker container {target.id} on {conn.host.name} was started {how} at {m.group(1)} UTC, after "
+        "this run was launched; the run's processes ended with the old container"
+    )
 
 
 _VERSION_CODE = "import importlib.metadata as m; print('@@sglang', m.version('sglang'))"

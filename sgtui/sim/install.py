@@ -1,7 +1,8 @@
 """Lay out a simulated host's state dir: the state file, fake binaries, containers and their SGLang venvs.
 
     STATE/state.json, state.lock         GPUs, containers, who holds memory (sgtui.sim.state)
-    STATE/bin/{nvidia-smi,pct}           first on the host's PATH
+    STATE/bin/{nvidia-smi,pct,docker}    first on the host's PATH (docker: a host with no Docker
+                                         containers, so the machine's own dockerd never shows up)
     STATE/root/                          the host's HOME
     STATE/containers/VMID/bin/nvidia-smi first on the container's PATH (pct exec)
     STATE/containers/VMID/root/          the container's HOME
@@ -187,6 +188,17 @@ def install_container(state_dir: Path, ct: SimContainer) -> None:
                 link.symlink_to(root / HOST_VIEW / top / entry)
 
 
+# The simulated host runs its commands on this machine; without this, `docker ps` there would list this
+# machine's real containers (the real-Docker test tier's, say) as the simulated host's.
+FAKE_DOCKER = """\
+case "$1" in
+  ps) exit 0 ;;
+  inspect) echo '[]'; exit 0 ;;
+  *) echo "Error response from daemon: No such container: ${2:-}" >&2; exit 1 ;;
+esac
+"""
+
+
 def install(
     scenario: Scenario, state_dir: Path, speed: float = 1.0, address: str = "127.0.0.1"
 ) -> StateStore:
@@ -197,6 +209,7 @@ def install(
     store.create(initial_state(scenario, speed, address))
     _python_fake(state_dir / "bin" / "nvidia-smi", "nvidia_smi", state_dir)
     _python_fake(state_dir / "bin" / "pct", "pct", state_dir)
+    _script(state_dir / "bin" / "docker", FAKE_DOCKER, "/bin/sh")
     for ct in scenario.containers:
         install_container(state_dir, ct)
     return store

@@ -24,10 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sgtui.sim.state import StateStore
+from sgtui.sim.state import HOST_PROC_ENV, StateStore
 
 CONTAINER_PATH = "/sbin:/bin:/usr/sbin:/usr/bin"
 NO_NAMESPACE_ENV = "SGTUI_SIM_NO_NAMESPACE"
+# When set, `pct exec VMID` enters the real LXC container named VMID (lxc-attach), as Proxmox's pct does,
+# so namespaces and cgroups (/lxc.payload.VMID) are real; the test tier sets it where LXC runs.
+REAL_LXC_ENV = "SGTUI_SIM_REAL_LXC"
+LXC_PATH_ENV = "SGTUI_SIM_LXC_PATH"  # the LXC path (lxc-attach -P) those containers live in
 HOST_VIEW = ".host"  # where a container's mount namespace keeps the host's own copy of an overlaid dir
 
 _CLONE_NEWNS = 0x00020000
@@ -147,6 +151,8 @@ def _exec(state_dir: Path, state: dict[str, Any], vmid: str, argv: list[str]) ->
         argv = argv[1:]
     if not argv:
         raise PctError("missing command")
+    if os.environ.get(REAL_LXC_ENV) == "1":
+        return _exec_lxc(vmid, argv)
     root = container_root(state_dir, vmid)
     env = dict(os.environ)
     env.update(
@@ -167,6 +173,23 @@ def _exec(state_dir: Path, state: dict[str, Any], vmid: str, argv: list[str]) ->
         )
         return 255
     return 0  # not reached: exec replaced this process
+
+
+def _exec_lxc(vmid: str, argv: list[str]) -> int:
+    """`lxc-attach -n VMID` keeping the environment but PATH (what pve-container's `pct exec` runs). The
+    container sees the host's /proc at /hostproc (its config mounts it), so the sim records host pids."""
+    lxcpath = os.environ.get(LXC_PATH_ENV)
+    words = ["lxc-attach", *(["-P", lxcpath] if lxcpath else []), "-n", vmid, "--keep-env"]
+    words += ["--set-var", f"PATH=/opt/sim-bin:{CONTAINER_PATH}"]
+    for var in ("container=lxc", f"SGTUI_SIM_CONTAINER={vmid}", f"{HOST_PROC_ENV}=/hostproc"):
+        words += ["--set-var", var]
+    words += ["--", *argv]
+    try:
+        os.execvp(words[0], words)
+    except OSError as exc:
+        print(f"pct: cannot run lxc-attach: {exc}", file=sys.stderr)
+        return 255
+    return 0  # not reached
 
 
 USAGE = (

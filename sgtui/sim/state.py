@@ -19,12 +19,17 @@ from typing import Any, NamedTuple
 STATE_FILE = "state.json"
 LOCK_FILE = "state.lock"
 BASE_USED_MIB = 3  # what an idle GPU shows in nvidia-smi (driver, persistence daemon)
+# Inside a Docker container with its own PID namespace: where the host's /proc is mounted. The state then
+# holds host pids (what a real nvidia-smi on the host reports), so the host's fake nvidia-smi and sgtui's
+# pid -> container mapping see the container's processes as they would on a real GPU host.
+HOST_PROC_ENV = "SGTUI_SIM_HOST_PROC"
+_host_pids: dict[int, tuple[int | None, int]] = {}  # pid -> (start time, host pid), once found
 
 
-def proc_start_time(pid: int) -> int | None:
+def proc_start_time(pid: int, proc: str = "/proc") -> int | None:
     """Field 22 of /proc/PID/stat, or None when the pid is gone or a zombie (zombies hold no memory)."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
+        with open(f"{proc}/{pid}/stat") as fh:
             line = fh.read()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
@@ -34,10 +39,41 @@ def proc_start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def host_proc() -> str:
+    return os.environ.get(HOST_PROC_ENV) or "/proc"
+
+
+def host_pid(pid: int) -> int:
+    """`pid` as the host sees it: itself, unless HOST_PROC_ENV names the host's /proc, where the entry
+    whose NSpid ends in `pid` and whose start time matches ours is the same process (a pid found
+    earlier keeps its host pid after it exits, so its memory can be marked released)."""
+    root = os.environ.get(HOST_PROC_ENV)
+    if not root:
+        return pid
+    start = proc_start_time(pid)
+    known = _host_pids.get(pid)
+    if known is not None and (start is None or known[0] == start):
+        return known[1]
+    if start is None:
+        return pid
+    for name in os.listdir(root):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{root}/{name}/status") as fh:
+                nspid = next((ln.split()[1:] for ln in fh if ln.startswith("NSpid:")), [])
+        except OSError:
+            continue
+        if len(nspid) > 1 and nspid[-1] == str(pid) and proc_start_time(int(name), root) == start:
+            _host_pids[pid] = (start, int(name))
+            return int(name)
+    return pid
+
+
 def proc_alive(entry: dict[str, Any]) -> bool:
     if entry.get("static"):
         return True
-    start = proc_start_time(int(entry["pid"]))
+    start = proc_start_time(int(entry["pid"]), host_proc())
     return start is not None and (entry.get("start") is None or start == entry["start"])
 
 
@@ -176,6 +212,7 @@ def set_holding(
     user: str = "root",
 ) -> None:
     """Record (or change) how much memory `pid` holds on `gpu`."""
+    pid = host_pid(pid)
     for entry in state["procs"]:
         if int(entry["pid"]) == pid and int(entry["gpu"]) == gpu and entry.get("exited_at") is None:
             entry["mib"] = int(mib)
@@ -184,7 +221,7 @@ def set_holding(
     state["procs"].append(
         {
             "pid": pid,
-            "start": proc_start_time(pid),
+            "start": proc_start_time(pid, host_proc()),
             "gpu": gpu,
             "mib": int(mib),
             "name": name,
@@ -199,6 +236,7 @@ def set_holding(
 
 def mark_exited(state: dict[str, Any], pids: set[int], now: float) -> None:
     """The processes in `pids` have exited: their memory goes `release_delay` seconds from now."""
+    pids = {host_pid(p) for p in pids}
     for entry in state["procs"]:
         if int(entry["pid"]) in pids and entry.get("exited_at") is None:
             entry["exited_at"] = now

@@ -94,7 +94,9 @@ async def test_nothing_listening_is_unreachable(tmp_path: Path) -> None:
     await conn.close()
 
 
-async def test_passwords_come_from_the_callback_and_are_not_kept(fake_bin: Path, tmp_path: Path) -> None:
+async def test_a_password_is_asked_once_and_kept_in_memory_only_across_reconnects(
+    fake_bin: Path, tmp_path: Path
+) -> None:
     server = await SimSSHServer(env=host_env(fake_bin), password="s3cret").start()
     asked: list[str] = []
 
@@ -107,6 +109,9 @@ async def test_passwords_come_from_the_callback_and_are_not_kept(fake_bin: Path,
     try:
         assert (await conn.run("echo in")).stdout == "in\n"
         assert len(asked) == 1
+        await server.abort_connections()
+        assert (await conn.run("echo again")).stdout == "again\n"
+        assert len(asked) == 1  # the reconnect used the kept password, as the prompt promises
         assert "s3cret" not in repr(vars(conn))
         assert not any("s3cret" in p.read_text(errors="ignore") for p in tmp_path.rglob("*") if p.is_file())
     finally:

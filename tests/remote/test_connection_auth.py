@@ -8,7 +8,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sgtui.remote import connection
+from sgtui.remote import connection, known_hosts
 from sgtui.remote.connection import (
     AuthError,
     Connection,
@@ -160,7 +160,7 @@ async def test_keys_in_the_system_wide_known_hosts_are_trusted_like_ssh_does(
 ) -> None:
     system_file = tmp_path / "ssh_known_hosts"
     system_file.write_text(sim_server.known_hosts_line() + "\n")
-    monkeypatch.setattr(connection, "GLOBAL_KNOWN_HOSTS", system_file)
+    monkeypatch.setattr(known_hosts, "GLOBAL_KNOWN_HOSTS", system_file)
     host = HostConfig("gpu1", sim_server.host, sim_server.port)
     conn = Connection(
         host, client_keys=[sim_server.client_key], agent_path=None, user_known_hosts=tmp_path / "none"

@@ -126,3 +126,11 @@ def test_the_containers_model_folder_holds_the_config_sgtui_reads_for_the_fit(
     out = in_container_129(state_dir, script, **extra)
     assert out.returncode == 0, out.stderr
     assert "Qwen3_5ForConditionalGeneration" in out.stdout
+
+
+def test_the_simulated_host_has_no_docker_containers_whatever_this_machine_runs(state_dir: Path) -> None:
+    """The sim runs its commands on this machine: its `docker` must be its own (no containers), so the
+    real-Docker tier's containers, or the developer's, never show up as the simulated host's."""
+    out = sh(state_dir, "command -v docker; docker ps --format '{{.Names}}'; docker ps -q; docker inspect x")
+    assert out.stdout.splitlines() == [str(state_dir / "bin" / "docker"), "[]"]
+    assert sh(state_dir, "docker exec web true").returncode == 1

@@ -1,0 +1,117 @@
+"""The Connection interface for commands on this machine, when the jump box is the GPU host."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable
+
+from sgtui.core.shell import RemoteCommand
+from sgtui.remote.hosts import HostConfig
+from sgtui.remote.transport import (
+    ConnectionEvent,
+    ConnState,
+    EventSink,
+    RemoteError,
+    Result,
+    Stream,
+    _Subscribers,
+)
+
+
+class LocalTransport:
+    """The Connection interface for commands on this machine (the jump box is the GPU host)."""
+
+    def __init__(self, name: str = "local") -> None:
+        self.host = HostConfig(name=name, hostname="localhost", local=True, source="local")
+        self.state = ConnState.UP
+        self._subs = _Subscribers()
+
+    def subscribe(self, sink: EventSink) -> Callable[[], None]:
+        return self._subs.add(sink)
+
+    @property
+    def connected(self) -> bool:
+        return True
+
+    async def connect(self) -> LocalTransport:
+        self._subs.emit(ConnectionEvent(self.host.name, ConnState.UP, "local"))
+        return self
+
+    async def run(
+        self, command: str | RemoteCommand, *, input: str | bytes | None = None, timeout: float | None = None
+    ) -> Result:
+        if isinstance(command, RemoteCommand):
+            command, input = command.command, command.stdin
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(data), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            raise RemoteError(f"local command timed out after {timeout} s") from None
+        rc = proc.returncode
+        sig = None
+        if rc is not None and rc < 0:
+            import signal as _signal
+
+            sig, rc = _signal.Signals(-rc).name.removeprefix("SIG"), None
+        return Result(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), rc, sig)
+
+    @contextlib.asynccontextmanager
+    async def stream(self, command: str | RemoteCommand, *, long_lived: bool = True) -> AsyncIterator[Stream]:
+        stdin = None
+        if isinstance(command, RemoteCommand):
+            command, stdin = command.command, command.stdin
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        if stdin is not None and proc.stdin is not None:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        try:
+            yield _LocalStream(proc)
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 15)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.wait(), 2)
+
+    async def open_connection(
+        self, host: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(host, port)
+
+    async def close(self) -> None:
+        self.state = ConnState.CLOSED
+        self._subs.emit(ConnectionEvent(self.host.name, ConnState.CLOSED, "local"))
+
+
+class _LocalStream:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+
+    async def read(self, n: int = 65536) -> bytes:
+        assert self._proc.stdout is not None
+        return await self._proc.stdout.read(n)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
