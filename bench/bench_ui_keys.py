@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sgtui.core.profiles import load_profile
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.views import RunView
-from sgtui.ui.widgets.run_log import RunLog
+from sgtui.ui.widgets.log_view import LogView
 from tests.ui.fakes import FakeBackend
 
 PROFILE = Path(__file__).resolve().parents[1] / "profiles" / "qwen36-27b-2xa6000.yaml"
@@ -104,7 +104,7 @@ async def main(rate: int, seconds: float, total: int, keys: bool = True) -> None
     async with app.run_test(size=(120, 40)) as pilot:
         while app.current is None or backend.fed == 0:
             await pilot.pause(0.01)
-        app.query_one(RunLog).focus()
+        app.query_one(LogView).focus()
         driver = app._driver
         assert driver is not None
         sent: list[float] = []
@@ -148,14 +148,30 @@ async def main(rate: int, seconds: float, total: int, keys: bool = True) -> None
         flood_s = time.perf_counter() - t1
         heap1 = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
-        log = app.query_one(RunLog)
+        log = app.query_one(LogView)
         print(f"flood: {total:,} more lines in {flood_s:.1f} s ({total / flood_s:,.0f} lines/s end to end)")
         print(
             f"memory after {burst + total:,} lines: Python heap +{(heap1 - heap0) / 2**20:.1f} MiB "
             f"(tracemalloc), RSS {rss0:.0f} -> {rss_mib():.0f} MiB; "
             f"log widget holds {log.line_count:,} lines "
-            f"(max_lines {log.max_lines:,}), {log.total_lines:,} seen"
+            f"(max_lines {log.store.max_lines:,}), {log.total_lines:,} seen"
         )
+        if log.following:  # the view follows past max_lines: the last line fed is the last row drawn
+            await pilot.pause(0.2)
+            height = log.scrollable_content_region.height
+            rows = [log.render_line(y).text.rstrip() for y in range(height)]
+            shown = [r for r in rows if r]
+            last = bool(shown) and flood_line(backend.fed - 1).startswith(shown[-1])
+            print(f"last row drawn is the last line fed: {last}")
+        for query in ("token usage: 0\\.4", "deadline", "[/opt/x"):  # regex, literal, not a regex
+            t2 = time.perf_counter()
+            found = log.set_search(query)
+            took = (time.perf_counter() - t2) * 1000
+            print(
+                f"search {query!r} over {len(log.store.lines):,} kept lines: {log.store.match_count:,} "
+                f"matches in {took:.1f} ms{' (literal)' if found and found.literal else ''}"
+            )
+        log.set_search("")
         marks = (
             [checkpoints[int(f * (len(checkpoints) - 1))] for f in (0.25, 0.5, 0.75, 1.0)]
             if checkpoints

@@ -66,7 +66,7 @@ async def _demo(config: str, speed: float) -> int:
         # the simulated containers share this machine: keep the demo's runs apart from anyone else's
         runs_dir = str(host.state_dir / "runs")
         backend = RemoteBackend(load_hosts(ssh_config=False), runs_dir=runs_dir, user_known_hosts=None)
-        app = SgtuiApp(backend, load_profile(path), path, profile_dirs=(path.parent,))
+        app = SgtuiApp(backend, load_profile(path), path, profile_dirs=(path.parent,), demo=True)
         await app.run_async()
         return app.return_code or 0
 

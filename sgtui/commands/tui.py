@@ -16,6 +16,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", help="use this host instead of the profile's (an ssh alias or hosts.yaml name)"
     )
+    parser.add_argument(
+        "--readonly",
+        action="store_true",
+        help="watch only: no launch, stop, restart or applied fix (for someone else's run)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,4 +30,4 @@ def run(args: argparse.Namespace) -> int:
     from sgtui.ui.remote_backend import RemoteBackend
 
     profile, path = open_profile(Path(args.profile) if args.profile else None, host=args.host)
-    return run_app(RemoteBackend(), profile, path)
+    return run_app(RemoteBackend(), profile, path, readonly=args.readonly)

@@ -47,7 +47,9 @@ class Backend(Protocol):
         each with its current state ("foreign" for a record this user may not act on)."""
         ...
 
-    async def launch(self, profile: Any) -> RunView: ...
+    async def launch(self, profile: Any) -> list[RunView]:
+        """One record per node (one for a single-node profile), node 0 first."""
+        ...
 
     def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
         """Log lines from byte `offset`; yields (offset after them, lines). Complete lines while the run
@@ -56,6 +58,11 @@ class Backend(Protocol):
         ...
 
     async def run_state(self, run: RunView) -> str: ...
+
+    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+        """The run's state and, once it has exited by itself, its exit code (None while unknown): the
+        classifier's `process_exited(rc)` needs it, as `sgtui launch --watch` does."""
+        ...
 
     async def stop_preview(self, run: RunView) -> str:
         """What a stop would hit, read from the target, as plain text: pgid, owner, age, the group

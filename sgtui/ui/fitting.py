@@ -21,6 +21,7 @@ class FitInputs:
     free_gib: float | None = None
     model_error: str = ""  # why the model's config.json could not be read on the target
     flags: Any = None  # the target's own FlagTable once read (types the values); None: the shipped one
+    gpu_error: str = ""  # why the host cannot say what its GPUs are (no nvidia-smi, no driver)
 
 
 def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
@@ -36,6 +37,11 @@ def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
             or "waiting for the model's config.json from the target (--model-path's folder)"
         )
     if inputs.gpu_mib is None:
+        if inputs.gpu_error:
+            raise UserError(
+                f"cannot size the GPU: {inputs.gpu_error}. Type the GPU's name or size below "
+                "(e.g. A6000, H100 80GB, 48GiB)"
+            )
         raise UserError("the GPU size is not known yet (waiting for the first GPU sample)")
     version = inputs.version or "0.5.11"
     spec = spec_from_values(values, version=inputs.flags or version)

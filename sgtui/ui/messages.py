@@ -6,7 +6,7 @@ from typing import Any
 
 from textual.message import Message
 
-from sgtui.ui.views import ContainerView, DiagnosisView, GpuView, HostView, RunView, TimelineView
+from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
 
 
 class HostsLoaded(Message):
@@ -60,48 +60,64 @@ class GpuSampled(Message):
 
 
 class RunsListed(Message):
-    def __init__(self, host: str, runs: list[RunView]) -> None:
+    """The runs recorded on one target of a host (`error`: why they could not be listed)."""
+
+    def __init__(self, host: str, target: str, runs: list[RunView], error: str = "") -> None:
         super().__init__()
         self.host = host
+        self.target = target
         self.runs = runs
+        self.error = error
+
+
+class ModelConfigRead(Message):
+    """The model's config.json from the target, for the fit; `error` when it could not be read."""
+
+    def __init__(self, host: str, model: str, got: dict[str, Any] | None, error: str = "") -> None:
+        super().__init__()
+        self.host = host
+        self.model = model
+        self.got = got
+        self.error = error
 
 
 class RunStarted(Message):
-    """A run is now the one the log view follows (a new launch, or a reattach)."""
+    """A launch succeeded: the app follows the new run (with the fit it was launched on)."""
 
-    def __init__(self, run: RunView, fresh: bool) -> None:
+    def __init__(self, runs: list[RunView], predicted: dict[str, Any] | None) -> None:
         super().__init__()
-        self.run = run
-        self.fresh = fresh
+        self.runs = runs  # one per node, node 0 first
+        self.predicted = predicted
 
 
 class LogLines(Message):
-    """Complete lines from one run's log, already stripped of ANSI; coalesced by the tail worker."""
+    """A followed run's new lines (already in its session's buffer), as (node rank, line)."""
 
-    def __init__(self, run_id: str, lines: list[str], offset: int, dropped: int = 0) -> None:
+    def __init__(self, key: str, lines: list[tuple[int, str]], skipped: int = 0, upto: int = 0) -> None:
         super().__init__()
-        self.run_id = run_id
+        self.key = key
         self.lines = lines
-        self.offset = offset
-        self.dropped = dropped
+        self.upto = upto  # the buffer's line count after these: a view filled later has them already
+        self.skipped = skipped  # lines a flood outran just before these (never kept)
 
 
 class StartupChanged(Message):
-    def __init__(self, run_id: str, timeline: TimelineView, milestone_kinds: list[str]) -> None:
+    """A node's startup timeline moved (a milestone, a phase, a fact)."""
+
+    def __init__(self, key: str, rank: int) -> None:
         super().__init__()
-        self.run_id = run_id
-        self.timeline = timeline
-        self.milestone_kinds = milestone_kinds
+        self.key = key
+        self.rank = rank
 
 
 class RunOutcome(Message):
-    """The run reached ready, or failed (with the diagnosis), or its log ended."""
+    """A followed run's state changed: ready, failed (its session has the diagnosis), stalled, ended."""
 
-    def __init__(self, run_id: str, outcome: str, diagnoses: list[DiagnosisView]) -> None:
+    def __init__(self, key: str, outcome: str, detail: str = "") -> None:
         super().__init__()
-        self.run_id = run_id
+        self.key = key
         self.outcome = outcome
-        self.diagnoses = diagnoses
+        self.detail = detail
 
 
 class StopProgress(Message):
@@ -130,3 +146,11 @@ class ServiceError(Message):
         super().__init__()
         self.what = what
         self.message = message
+
+
+class DiagnosisChanged(Message):
+    """A failed run's whole log (read to its end, its exit code known) says more than its first error."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key

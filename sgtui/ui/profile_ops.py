@@ -38,6 +38,11 @@ def gpu_count(profile: Any) -> int | None:
     return len(gpus) * int(getattr(profile, "nnodes", 1) or 1) if gpus else None
 
 
+def gpu_indices(profile: Any) -> list[int]:
+    gpus = getattr(profile, "gpus", None) or []
+    return [g for g in gpus if isinstance(g, int)]
+
+
 def _target_parts(profile: Any) -> tuple[str, str]:
     target = getattr(profile, "target", None)
     if target is None:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from sgtui.core.errors import UserError
-from sgtui.core.nvsmi import GpuProcess, GpuReading
+from sgtui.core.nvsmi import GpuProblem, GpuProcess, GpuReading, advice
 from sgtui.remote.connection import (
     AuthError,
     Connection,
@@ -77,6 +77,8 @@ def run_view(record: RunRecord, state: str, profile: str = "") -> RunView:
         started=started or record.id[:15],
         pgid=record.pgid,
         gpus=tuple(record.gpus),
+        node_rank=record.node_rank,
+        foreign=record.foreign or "",
         raw=record,
     )
 
@@ -110,6 +112,23 @@ def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuVi
             )
         )
     return out
+
+
+def key_entry(exc: HostKeyError) -> str:
+    """"<file> line N" for the recorded key that differs ("" when sgtui cannot tell)."""
+    from sgtui.core.known_hosts import recorded_line
+
+    path = exc.recorded_in
+    if path is None:
+        return ""
+    line = recorded_line(path, exc.host.hostname, exc.host.port)
+    return f"{path} line {line}" if line else str(path)
+
+
+def problem_note(problem: GpuProblem) -> str:
+    """One line: the named state, what to do, then the host's own words (first line only)."""
+    said = problem.detail.strip().splitlines()[0][:120] if problem.detail.strip() else ""
+    return f"{problem.state.value}: {advice(problem)}" + (f" ({said})" if said else "")
 
 
 def _mib(proc: GpuProcess) -> int | None:
@@ -215,8 +234,11 @@ class RemoteBackend:
                 try:
                     await conn.connect()
                 except HostKeyError as exc:
-                    if exc.changed or exc.key is None:
-                        yield ("failed", str(exc))  # a changed key is never accepted from here
+                    if exc.changed:  # never accepted from here: a modal names the recorded entry
+                        yield ("key-changed", f"{exc}\n{key_entry(exc)}")
+                        return
+                    if exc.key is None:
+                        yield ("failed", str(exc))
                         return
                     yield ("unknown-key", f"{exc.key.get_algorithm()} {exc.fingerprint}")
                     if not await self._decide_host_key(host, exc):
@@ -297,9 +319,7 @@ class RemoteBackend:
                     refresh = asyncio.create_task(sampler.processes())
                     last_procs = now
                 if snap.problem is not None:
-                    yield [
-                        GpuView(-1, "", 0, 0, None, (), f"{snap.problem.state.value}: {snap.problem.detail}")
-                    ]
+                    yield [GpuView(-1, "", 0, 0, None, (), problem_note(snap.problem))]
                     continue
                 yield gpu_views(snap.gpus, procs)
         finally:
@@ -318,15 +338,30 @@ class RemoteBackend:
             for r, s in zip(records, statuses, strict=True)
         ]
 
-    async def launch(self, profile: Any) -> RunView:
+    async def launch(self, profile: Any) -> list[RunView]:
+        """One record per node: a multi-node profile is checked on every node first (every problem at
+        once), then node 0 starts and the others after it, under one run id."""
         from sgtui.core.profiles import dump_profile
 
+        if getattr(profile, "nodes", None):
+            return await self._launch_nodes(profile, dump_profile(profile))
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
         argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
         record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None)).launch(
             argv, profile.env, profile_yaml=dump_profile(profile), gpus=profile.gpus or []
         )
-        return run_view(record, "starting", profile.name)
+        return [run_view(record, "starting", profile.name)]
+
+    async def _launch_nodes(self, profile: Any, profile_yaml: str) -> list[RunView]:
+        from sgtui.remote.multinode import MultiNode
+
+        nodes = MultiNode(profile, self.pool, self.runs_dir)
+        address = await nodes.dist_init_addr()
+        problems = await nodes.precheck(address)
+        if problems:
+            raise RemoteError("not launched: " + "; ".join(str(p) for p in problems))
+        records = await nodes.launch(address, profile_yaml)
+        return [run_view(r, "starting", profile.name) for r in records]
 
     async def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
         """Follows until the run is gone and one more status poll found nothing new in the log."""
@@ -366,8 +401,12 @@ class RemoteBackend:
             yield rest_end, lines
 
     async def run_state(self, run: RunView) -> str:
-        record: RunRecord = run.raw
-        return run_state_name(await self._manager(run.host, record.target).status(record))
+        return (await self.run_exit(run))[0]
+
+    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+        record, manager = self._record_manager(run)
+        status = await manager.status(record)
+        return run_state_name(status), status.rc
 
     def _record_manager(self, run: RunView) -> tuple[RunRecord, RunManager]:
         """The run's own record and a manager for the runs dir it lives in."""

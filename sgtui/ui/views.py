@@ -75,6 +75,8 @@ class RunView:
     started: str = ""
     pgid: int | None = None
     gpus: tuple[int, ...] = ()
+    node_rank: int | None = None  # a multi-node run has one record per node, all with the same run_id
+    foreign: str = ""  # why sgtui refuses to act on it (another user's run, ...): never followed or stopped
     raw: Any = field(default=None, compare=False, repr=False)  # the lower layer's record, passed back
 
 

@@ -58,6 +58,7 @@ class FakeBackend:
     version: str | None = "0.5.9"
     states: list[tuple[str, str]] = field(default_factory=lambda: [("connecting", ""), ("connected", "")])
     launched: list[Any] = field(default_factory=list)
+    exit_codes: dict[str, int] = field(default_factory=dict)  # run id -> its exit code once the log ends
     stopped: list[str] = field(default_factory=list)
     gpu_wait_lines: list[str] = field(default_factory=lambda: ["GPU0 still holds 31.2 GiB (pid 4242)"])
     hold_tail: bool = False
@@ -121,16 +122,17 @@ class FakeBackend:
     ) -> list[RunView]:
         return list(self.existing_runs)
 
-    async def launch(self, profile: Any) -> RunView:
+    async def launch(self, profile: Any) -> list[RunView]:
         self.launched.append(profile)
         n = len(self.launched)
         run = RunView(f"run-{n}", "pve", "lxc 129", profile.name, "starting", f"/var/log/sgtui/run-{n}.log")
         self.existing_logs[run.run_id] = self.launch_logs[n - 1] if n <= len(self.launch_logs) else []
         self.existing_runs.append(run)
-        return run
+        return [run]
 
     async def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
-        lines = self.existing_logs.get(run.run_id, [])
+        key = run.run_id if run.node_rank is None else f"{run.run_id}:{run.node_rank}"
+        lines = self.existing_logs.get(key, [])
         pos = offset
         for i in range(0, len(lines), 5):
             chunk = lines[i : i + 5]
@@ -141,7 +143,11 @@ class FakeBackend:
             await asyncio.Event().wait()
 
     async def run_state(self, run: RunView) -> str:
-        return "exited"
+        return (await self.run_exit(run))[0]
+
+    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+        rc = self.exit_codes.get(run.run_id)
+        return ("exited" if not rc else "failed"), rc
 
     async def stop_preview(self, run: RunView) -> str:
         return f"process group {run.pgid or 4242}: 3 process(es), owner root (uid 0), running for 12 s"

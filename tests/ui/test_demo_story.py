@@ -17,8 +17,8 @@ from sgtui.ui.app import SgtuiApp
 from sgtui.ui.remote_backend import RemoteBackend, run_view
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
-from sgtui.ui.widgets.run_log import RunLog
-from tests.ui.conftest import wait_for
+from sgtui.ui.widgets.log_view import LogView
+from tests.ui.conftest import launch_anyway, wait_for
 
 SPEED = 20.0
 
@@ -34,15 +34,15 @@ async def test_the_demo_story_from_failure_to_ready_with_the_footer_keys(_config
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.host_states.get("sim") == "connected", 20, "SSH to the sim")
             await wait_for(pilot, lambda: app.version == "0.5.9", 20, "the SGLang version of lxc 129")
-            await pilot.press("l")
+            await launch_anyway(pilot, app)
             await wait_for(pilot, lambda: app.run_state == "failed", 30, "the launch to fail")
-            assert any("Not enough memory" in line for line in app.query_one(RunLog).lines)
+            assert any("Not enough memory" in line for line in app.query_one(LogView).lines)
             first = app.query_one(DiagnosisPanel).first_suggestion
             assert first is not None and (first.flag, first.value) == ("--max-running-requests", "8")
             failed_run = app.current
             await pilot.press("a")
             await wait_for(pilot, lambda: app.form.values().get("--max-running-requests") == 8, 5, "the fix")
-            await pilot.press("r")
+            await launch_anyway(pilot, app, "r")
             await wait_for(pilot, lambda: app.current is not failed_run, 30, "the relaunch")
             await wait_for(pilot, lambda: app.run_state == "ready", 30, "ready")
             assert app.current is not None and failed_run is not None
@@ -73,10 +73,11 @@ async def test_restarting_a_ready_run_stops_it_waits_for_its_gpus_and_relaunches
         app = SgtuiApp(backend, profile, path, theme="textual-dark")
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.version == "0.5.9", 20, "the SGLang version of lxc 129")
-            await pilot.press("l")
+            await launch_anyway(pilot, app)
             await wait_for(pilot, lambda: app.run_state == "ready", 30, "the first run ready")
             first = app.current
-            await pilot.press("r", "y")
+            await launch_anyway(pilot, app, "r")
+            await pilot.press("y")
             await wait_for(pilot, lambda: app.current is not first, 40, "the relaunch")
             await wait_for(pilot, lambda: app.run_state == "ready", 30, "the second run ready")
             assert any("stopped; its GPUs are free" in n.message for n in app._notifications)

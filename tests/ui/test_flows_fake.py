@@ -11,6 +11,8 @@ from textual.widgets import Input, Static, TabbedContent
 
 from sgtui.core.profiles import Profile, load_profile
 from sgtui.ui.app import SgtuiApp
+from sgtui.ui.panes.hosts import FleetPane
+from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.screens.gpu_detail import GpuDetailScreen
 from sgtui.ui.screens.help import HelpScreen
@@ -18,11 +20,9 @@ from sgtui.ui.views import DiagnosisView, RunView, SuggestionView
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.fit_panel import FitPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
-from sgtui.ui.widgets.host_picker import HostPicker
-from sgtui.ui.widgets.run_log import RunLog
-from sgtui.ui.widgets.runs_table import RunsTable
+from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.widgets.timeline import Timeline
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import launch_anyway, wait_for
 from tests.ui.fakes import FakeBackend, gpus
 from tests.ui.scripts import failing_log, ready_log
 
@@ -36,16 +36,16 @@ def make_app(backend: FakeBackend, profile: Profile) -> SgtuiApp:
 async def launch_until(pilot: Pilot[Any], app: SgtuiApp, state: str) -> None:
     """Wait for the host, press `l`, and wait until the run is `state` ("ready" or "failed")."""
     await wait_for(pilot, lambda: app.host_states.get("pve") == "connected")
-    await pilot.press("l")
+    await launch_anyway(pilot, app)
     await wait_for(pilot, lambda: app.run_state == state, what=state)
 
 
 async def test_launch_follows_the_new_run_to_ready_with_the_timeline(profile: Profile) -> None:
-    backend = FakeBackend(launch_logs=[ready_log()])
+    backend = FakeBackend(launch_logs=[ready_log()], hold_tail=True)  # the server keeps running
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.fit_report is not None, what="the fit before launching")
-        await pilot.press("l")
+        await launch_anyway(pilot, app)
         await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
         assert backend.launched[0].sglang["--tp-size"] == 2
         view = app.query_one(Timeline).view
@@ -57,7 +57,7 @@ async def test_launch_follows_the_new_run_to_ready_with_the_timeline(profile: Pr
         assert ("KV tokens", predicted, "248,120") in view.comparisons
         marks = [label for _, label in app.history.marks]
         assert marks.count("ready") == 1, marks  # one chart line: the milestone and the outcome are one
-        assert app.query_one(RunLog).line_count == len(ready_log())
+        assert app.query_one(LogView).line_count == len(ready_log())
         assert app.query_one(TabbedContent).active == "log"
 
 
@@ -85,7 +85,7 @@ async def test_restart_asks_first_waits_for_the_gpus_then_launches_into_a_new_lo
     async with app.run_test(size=SIZE) as pilot:
         await launch_until(pilot, app, "ready")
         first = app.current
-        await pilot.press("r")
+        await launch_anyway(pilot, app, "r")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation")
         assert backend.stopped == []
         await pilot.press("y")
@@ -138,7 +138,7 @@ async def test_a_bad_flag_value_is_shown_at_the_flag_and_blocks_the_launch(profi
         await pilot.pause(0.05)
         assert field.error.startswith("--mem-fraction-static:") and "lots" in field.error
         assert field.has_class("-invalid")
-        app.query_one(RunLog).focus()
+        app.query_one(LogView).focus()
         await pilot.press("l")
         await pilot.pause(0.1)
         assert backend.launched == []
@@ -155,7 +155,7 @@ async def test_a_lost_connection_is_shown_and_its_recovery_too(profile: Profile)
         await wait_for(pilot, lambda: app.host_states["pve"] == "lost")
         assert "lost" in str(app.query_one("#status").render())
         assert app.query_one("#status").has_class("-lost")
-        assert app.query_one(HostPicker).hosts["pve"].state == "lost"
+        assert app.query_one(FleetPane).hosts["pve"].state == "lost"
         backend.push_state("connected")
         await wait_for(pilot, lambda: app.host_states["pve"] == "connected")
         assert not app.query_one("#status").has_class("-lost")
@@ -170,7 +170,7 @@ async def test_a_running_run_is_reattached_after_a_restart_of_sgtui(profile: Pro
         await wait_for(
             pilot, lambda: app.current is not None and app.current.run_id == "run-7", what="reattach"
         )
-        await wait_for(pilot, lambda: app.query_one(RunLog).line_count == 6)
+        await wait_for(pilot, lambda: app.query_one(LogView).line_count == 6)
         assert backend.launched == []
 
 
@@ -192,9 +192,9 @@ async def test_the_log_filter_and_the_jump_to_the_first_error(profile: Profile) 
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
         await launch_until(pilot, app, "failed")
-        log = app.query_one(RunLog)
+        log = app.query_one(LogView)
         await pilot.press("slash")
-        assert isinstance(app.focused, Input) and app.focused.id == "log-filter"
+        assert isinstance(app.focused, Input) and app.focused.id == "log-search"
         await pilot.press(*"sigquit")
         await wait_for(pilot, lambda: log.line_count == 1)
         assert "sigquit" in log.lines[0]
@@ -211,16 +211,29 @@ async def test_the_log_filter_and_the_jump_to_the_first_error(profile: Profile) 
 async def test_hosts_show_their_state_and_containers_and_filter_as_you_type(profile: Profile) -> None:
     app = make_app(FakeBackend(), profile)
     async with app.run_test(size=SIZE) as pilot:
-        picker = app.query_one(HostPicker)
-        await wait_for(pilot, lambda: picker.containers.get("pve"), what="containers")
+        picker = app.query_one(FleetPane)
+        await wait_for(pilot, lambda: app.fleet.host("pve").containers, what="containers")
         await pilot.press("1")
         labels = [str(n.label) for n in picker.tree.root.children]
-        assert labels[0].startswith("● pve connected")
+        assert labels[0].startswith("● pve  connected")
         assert str(picker.tree.root.children[0].children[0].label).startswith("lxc 129 sglang running")
         picker.query_one("#host-filter", Input).value = "docker"
         await pilot.pause(0.05)
         assert [str(n.label).split()[1] for n in picker.tree.root.children] == ["pve"]
         assert [str(c.label) for c in picker.tree.root.children[0].children] == ["docker vllm exited"]
+
+
+async def test_every_host_connects_at_start_and_a_failing_one_says_why_in_its_row(profile: Profile) -> None:
+    app = make_app(FakeBackend(), profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("gpu2") == "failed", what="gpu2's failure")
+        await wait_for(pilot, lambda: app.fleet.host("pve").gpus, what="pve's GPUs")
+        picker = app.query_one(FleetPane)
+        picker.refresh_fleet()
+        rows = {n.data.host: n.label.plain for n in picker.tree.root.children if n.data is not None}
+        assert rows["gpu2"].startswith("✗ gpu2") and rows["gpu2"].endswith("no route to host")
+        assert "GPU 0/2" in rows["pve"] and "1.0/96 GiB" in rows["pve"]  # two A6000s, 512 MiB used each
+        assert app.host_states["pve"] == "connected"  # the failing host held nothing up
 
 
 async def test_the_gpu_panel_draws_each_gpu_on_its_fixed_scale_with_its_holders(profile: Profile) -> None:
@@ -351,8 +364,10 @@ async def test_a_gpu_problem_is_named_instead_of_showing_zeros(profile: Profile)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.query_one(GpuPanel).latest == problem, what="the problem sample")
         await pilot.pause(0.05)
-        row = app.query_one("#gpu-row--1")
-        assert "no driver" in str(row.usage.render())  # type: ignore[attr-defined]
+        line = app.query_one("#gpu-empty")
+        assert line.display and "no driver: NVIDIA-SMI has failed" in str(line.render())
+        assert not app.query("#gpu-row--1")  # one clear line, not a row of zeros
+        assert not app.query_one("#gpu-holders").display  # and no "no processes hold GPU memory"
         assert app.fit_inputs.gpu_mib is None
 
 
@@ -395,12 +410,13 @@ async def test_a_restart_right_after_applying_a_fix_predicts_with_the_fix(profil
     app = make_app(backend, profile)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
-        await pilot.press("l")
+        await launch_anyway(pilot, app)
         await wait_for(pilot, lambda: app.run_state == "failed")
         app.main.query_one(DiagnosisPanel).show(
             [DiagnosisView("Not enough memory", "", (SuggestionView("--max-running-requests", "8"),))]
         )
-        await pilot.press("a", "r")  # faster than the fit panel's debounce
+        await pilot.press("a")
+        await launch_anyway(pilot, app, "r")  # faster than the fit panel's debounce
         await wait_for(pilot, lambda: app.run_state == "ready" and len(backend.launched) == 2, what="ready")
         compared = {label: predicted for label, predicted, _ in app.main.query_one(Timeline).view.comparisons}
         assert compared["max running req"] == "8"
@@ -410,7 +426,7 @@ async def test_the_welcome_lines_fit_the_log_at_80_columns_so_no_key_is_cut_off(
     app = make_app(FakeBackend(), profile)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        log = app.query_one(RunLog)
+        log = app.query_one(LogView)
         width = log.scrollable_content_region.width
         lines = list(log.lines)
         assert len(lines) >= 5 and width > 0
@@ -421,7 +437,7 @@ async def test_the_log_status_at_80_columns_keeps_the_end_of_the_log_path(profil
     app = make_app(FakeBackend(launch_logs=[ready_log()]), profile)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.fit_report is not None, what="the fit before launching")
-        await pilot.press("l")
+        await launch_anyway(pilot, app)
         await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
         status = app.query_one("#log-status", Static)
         shown = str(status.render())

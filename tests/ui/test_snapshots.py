@@ -14,8 +14,8 @@ from textual.pilot import Pilot
 
 from sgtui.core.profiles import load_profile
 from sgtui.ui.app import SgtuiApp
-from sgtui.ui.views import RunView
-from tests.ui.conftest import PROFILE, wait_for
+from sgtui.ui.views import GpuView, RunView
+from tests.ui.conftest import PROFILE, launch_anyway, wait_for
 from tests.ui.fakes import FakeBackend, gpus
 from tests.ui.scripts import failing_log, ready_log
 
@@ -72,7 +72,9 @@ def fixed_fit(values: dict[str, Any], inputs: Any) -> dict[str, Any]:
 
 def app_with(**backend: Any) -> SgtuiApp:
     fake = FakeBackend(gpu_frames=GPU_FRAMES, **backend)
-    return SgtuiApp(fake, load_profile(PROFILE), theme="textual-dark", fit_function=fixed_fit)
+    return SgtuiApp(
+        fake, load_profile(PROFILE), theme="textual-dark", fit_function=fixed_fit, clock=lambda: 1000.0
+    )
 
 
 def settle(
@@ -96,12 +98,12 @@ def settle(
 
 
 async def _failed(app: SgtuiApp, pilot: Pilot[Any]) -> None:
-    await pilot.press("l")
+    await launch_anyway(pilot, app)
     await wait_for(pilot, lambda: app.run_state == "failed", what="the failure")
 
 
 async def _ready(app: SgtuiApp, pilot: Pilot[Any]) -> None:
-    await pilot.press("l")
+    await launch_anyway(pilot, app)
     await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
 
 
@@ -110,7 +112,7 @@ async def _flags(app: SgtuiApp, pilot: Pilot[Any]) -> None:
 
 
 async def _hosts(app: SgtuiApp, pilot: Pilot[Any]) -> None:
-    await wait_for(pilot, lambda: app.query_one("#picker").containers.get("pve"), what="containers")
+    await wait_for(pilot, lambda: app.fleet.host("pve").containers, what="containers")
     await pilot.press("1")
 
 
@@ -165,3 +167,115 @@ def test_snapshot_runs_on_the_target(snap_compare: Any) -> None:
     assert snap_compare(
         app_with(existing_runs=list(OLD_RUNS)), terminal_size=(80, 24), run_before=settle(_runs)
     )
+
+
+# ---- the states issue 9 added: each at both sizes, in the default and the ANSI theme ----------------------
+THEMES = ["textual-dark", "ansi-dark"]
+LONG_ARGS = (
+    "[2027-01-15 08:00:00] server_args=ServerArgs("
+    + ", ".join(f"option_{i}=value_{i}" for i in range(60))
+    + ")"
+)
+
+
+class Clock:
+    """A clock the snapshot moves by hand: ages are exact, never the machine's."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def truth_app(theme: str, clock: Clock | None = None, **backend: Any) -> SgtuiApp:
+    backend.setdefault("gpu_frames", GPU_FRAMES)
+    fake = FakeBackend(**backend)
+    return SgtuiApp(fake, load_profile(PROFILE), theme=theme, fit_function=fixed_fit, clock=clock or Clock())
+
+
+async def _ready_then(app: SgtuiApp, pilot: Pilot[Any], *keys: str) -> None:
+    await _ready(app, pilot)
+    await pilot.press(*keys)
+    await pilot.pause(0.1)
+
+
+async def _paused(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await _ready_then(app, pilot, "up", "up", "up")
+
+
+async def _wrapped(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await _ready_then(app, pilot, "w")
+
+
+async def _searched(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await _ready_then(app, pilot, "slash", *"Load weight", "enter")
+
+
+async def _asks(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await wait_for(pilot, lambda: app.host_states.get("pve") == "connected", what="the host")
+    await pilot.press("l")
+    await wait_for(pilot, lambda: app.screen.query("#fit-confirm-text"), what="the question")
+
+
+def _stale(clock: Clock) -> Callable[[SgtuiApp, Pilot[Any]], Awaitable[None]]:
+    async def step(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+        await _ready(app, pilot)
+        clock.now += 35.0  # a frozen link: nothing heard for 35 s while "connected"
+        app._tick()
+        await pilot.pause(0.1)
+
+    return step
+
+
+async def _no_gpu(app: SgtuiApp, pilot: Pilot[Any]) -> None:
+    await wait_for(pilot, lambda: app.fit_inputs.gpu_error, what="the GPU problem")
+    await pilot.press("2")
+
+
+NO_GPU = [
+    [
+        GpuView(
+            -1,
+            "",
+            0,
+            0,
+            None,
+            (),
+            "no nvidia-smi: install the NVIDIA driver utilities (nvidia-smi) on that host "
+            "(bash: line 1: nvidia-smi: command not found)",
+        )
+    ]
+]
+
+
+def settle_any(
+    step: Callable[[SgtuiApp, Pilot[Any]], Awaitable[None]],
+) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, SgtuiApp)
+        await step(app, pilot)
+        app.clear_notifications()
+        await pilot.pause(0.1)
+        await pilot.wait_for_scheduled_animations()
+
+    return run_before
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("state", ["paused", "stale", "fails-confirmation", "no-gpu-host", "wrap", "search"])
+def test_snapshot_truth_states(snap_compare: Any, state: str, size: tuple[int, int], theme: str) -> None:
+    clock = Clock()
+    log = [LONG_ARGS, *ready_log()]
+    if state == "no-gpu-host":
+        app = truth_app(theme, gpu_frames=NO_GPU)
+        assert snap_compare(app, terminal_size=size, run_before=settle_any(_no_gpu))
+        return
+    if state == "fails-confirmation":
+        assert snap_compare(truth_app(theme), terminal_size=size, run_before=settle(_asks))
+        return
+    steps = {"paused": _paused, "stale": _stale(clock), "wrap": _wrapped, "search": _searched}
+    app = truth_app(theme, clock, launch_logs=[log], hold_tail=True)
+    assert snap_compare(app, terminal_size=size, run_before=settle(steps[state]))

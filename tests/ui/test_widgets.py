@@ -13,18 +13,18 @@ from textual.app import App, ComposeResult
 from sgtui.ui import profile_ops
 from sgtui.ui.app import pick_theme
 from sgtui.ui.fitting import FitInputs, compute_fit
-from sgtui.ui.follow import Coalescer
-from sgtui.ui.gpu_history import GpuHistory
 from sgtui.ui.logtext import clean_line, strip_ansi
 from sgtui.ui.screens.gpu_detail import LEGEND_COLS, GpuChart, GpuDetailScreen, place_labels
-from sgtui.ui.startup import StartupTracker
-from sgtui.ui.views import DiagnosisView, GpuView, HostView, Milestone, SuggestionView, TimelineView
+from sgtui.ui.session.gpu_history import GpuHistory
+from sgtui.ui.session.startup import StartupTracker
+from sgtui.ui.views import DiagnosisView, GpuView, Milestone, SuggestionView, TimelineView
 from sgtui.ui.widgets.diagnosis import diagnosis_text, first_applicable, without_first
 from sgtui.ui.widgets.fit_panel import fit_text
 from sgtui.ui.widgets.gpu_sparkline import BARS, bar_for, sparkline_text
-from sgtui.ui.widgets.host_picker import host_label
 from sgtui.ui.widgets.launch_form import FlagInfo, parse_value
-from sgtui.ui.widgets.run_log import MAX_LINE, RunLog, line_kind
+from sgtui.ui.widgets.log_store import MAX_LINE
+from sgtui.ui.widgets.log_view import LogView
+from sgtui.ui.widgets.run_log import line_kind
 from sgtui.ui.widgets.timeline import elapsed, timeline_text
 from tests.ui.scripts import ready_log
 
@@ -72,23 +72,15 @@ def test_highlighting_only_looks_at_the_start_of_a_very_long_line() -> None:
     assert line_kind("x" * 10_000 + " Error") == "plain"
 
 
-def test_the_coalescer_drops_the_oldest_lines_of_a_flood_and_counts_them() -> None:
-    batch = Coalescer(cap=3)
-    batch.add(["1", "2"])
-    batch.add(["3", "4", "5"])
-    assert batch.take(1.0) == (["3", "4", "5"], 2)
-    assert batch.take(2.0) == ([], 0)
-
-
 class LogApp(App[None]):
     def compose(self) -> ComposeResult:
-        yield RunLog(max_lines=100)
+        yield LogView(max_lines=100)
 
 
 async def test_the_log_keeps_at_most_max_lines_and_clips_huge_lines() -> None:
     app = LogApp()
     async with app.run_test(size=(80, 10)):
-        log = app.query_one(RunLog)
+        log = app.query_one(LogView)
         for i in range(10):
             log.append([f"line {i * 50 + j}" for j in range(50)])
         log.append(["y" * (MAX_LINE + 500)])
@@ -100,12 +92,14 @@ async def test_the_log_keeps_at_most_max_lines_and_clips_huge_lines() -> None:
 async def test_the_filter_hides_and_restores_lines_including_later_ones() -> None:
     app = LogApp()
     async with app.run_test(size=(80, 10)):
-        log = app.query_one(RunLog)
+        log = app.query_one(LogView)
         log.append(["alpha", "Beta error", "gamma"])
-        assert log.set_filter("BETA") == 1
+        log.set_search("beta")
+        assert log.line_count == 1
         log.append(["more beta", "delta"])
         assert list(log.lines) == ["Beta error", "more beta"]
-        assert log.set_filter("") == 5
+        log.set_search("")
+        assert log.line_count == 5
 
 
 def test_field_values_are_typed_and_bad_ones_say_why() -> None:
@@ -300,15 +294,6 @@ def test_the_fix_a_applies_comes_right_under_the_title_before_the_long_why() -> 
     assert lines[1].startswith("→ --max-running-requests 8  [a] apply")
     assert lines[2].startswith("SGLang had no memory left")
     assert lines[3] == "→ --tp-size  more GPUs"
-
-
-def test_a_host_state_is_not_repeated_when_its_detail_starts_with_it() -> None:
-    assert host_label(HostView("sim", state="connected", detail="connected to 127.0.0.1:2222")).plain == (
-        "● sim connected to 127.0.0.1:2222"
-    )
-    assert host_label(HostView("pve", state="lost", detail="connection reset")).plain.endswith(
-        "pve lost connection reset"
-    )
 
 
 def test_terminals_without_truecolor_get_the_ansi_theme() -> None:

@@ -1,4 +1,5 @@
-"""Yes/no before anything that stops a server; a stop's confirmation also shows what it will hit."""
+"""Yes/no before anything that stops a server; a stop's confirmation also shows what it will hit.
+The question, detail and preview are text, never markup: they name runs, hosts and commands from outside."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class ConfirmScreen(ModalScreen[bool]):
     """
 
     def __init__(
-        self, question: str, detail: str = "", preview: Callable[[], Awaitable[str]] | None = None
+        self, question: str, detail: str | Text = "", preview: Callable[[], Awaitable[str]] | None = None
     ) -> None:
         """`preview` reads, from the target, what the answer would act on (shown as plain text)."""
         super().__init__()
@@ -39,7 +40,8 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical():
             yield Static(Text(self.question, style="bold"), id="confirm-question")
             if self.detail:
-                yield Static(self.detail, id="confirm-detail", markup=False)
+                detail = self.detail if isinstance(self.detail, Text) else Text(self.detail)
+                yield Static(detail, id="confirm-detail")
             if self.preview is not None:
                 yield Static("reading what this will hit…", id="confirm-preview", markup=False)
             with Horizontal():

@@ -10,8 +10,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
+from textual_plotext.plotext_plot import _themes
 
-from sgtui.ui.gpu_history import GpuHistory
+from sgtui.ui.session.gpu_history import GpuHistory
+
+ANSI_SERIES = ("cyan", "green", "magenta", "blue", "white", "yellow", "red")
 
 SHORT_MARK = {  # the milestones worth a line on the chart, and their labels
     "launch": "launch",
@@ -60,8 +63,16 @@ def place_labels(
     return placed
 
 
+def is_ansi_theme(name: str, variables: dict[str, str]) -> bool:
+    foreground = variables.get("foreground", "")
+    return name.startswith("ansi") or name == "textual-ansi" or foreground.startswith("ansi")
+
+
 class GpuChart(PlotextPlot):
-    """Draws at render time: where the milestone names go depends on the chart's size in cells."""
+    """Draws at render time: where the milestone names go depends on the chart's size in cells.
+
+    In an ANSI theme (tmux without truecolor) textual-plotext's automatic theme comes out black on black:
+    the chart then uses the terminal's own default colours for canvas, axes and labels instead."""
 
     def __init__(self, history: GpuHistory, report: dict[str, Any] | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -71,6 +82,14 @@ class GpuChart(PlotextPlot):
     def render(self) -> RenderResult:
         self.draw(self.size.width, self.size.height)
         return super().render()
+
+    def _register_theme(self, app_theme_name: str) -> None:
+        if self.theme == "auto" and is_ansi_theme(app_theme_name, self.app.theme_variables):
+            name = self._get_plotext_theme_name(app_theme_name)
+            _themes[name] = ("default", "default", "default", "default", list(ANSI_SERIES))
+            self.refresh()
+            return
+        super()._register_theme(app_theme_name)
 
     def draw(self, width: int, height: int) -> None:
         plt = self.plt

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -45,12 +46,15 @@ class ProfilesScreen(ModalScreen[ProfileChoice | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(
-                f"Profiles (current: {self.current}). enter opens · ctrl+s saves the current one · "
-                "ctrl+d duplicates it",
+                Text.assemble(
+                    "Profiles (current: ",
+                    (self.current, "bold"),
+                    "). enter opens · ctrl+s saves the current one · ctrl+d duplicates it",
+                ),
                 id="profiles-title",
             )
             yield OptionList(
-                *[Option(str(p), id=str(i)) for i, p in enumerate(self.paths)], id="profile-list"
+                *[Option(Text(str(p)), id=str(i)) for i, p in enumerate(self.paths)], id="profile-list"
             )
             yield Input(placeholder="name of the copy, then enter", id="dup-name")
 

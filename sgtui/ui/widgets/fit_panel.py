@@ -199,6 +199,19 @@ def _warning_rows(text: Text, warnings: list[dict[str, Any]]) -> None:
             text.append(f" → {flag} {w['suggested_value']}", style="cyan")
 
 
+def fit_badge(report: dict[str, Any] | None, error: str = "") -> Text:
+    """The fit's verdict in a few cells, for the status line on every tab."""
+    if error.startswith(FIX_FLAGS_FIRST):
+        return Text("fix the flags first", style="bold red")
+    if report is None:
+        return Text("?", style="dim")
+    verdict = str(report.get("verdict", "?"))
+    return Text(verdict.upper(), style=VERDICT_STYLE.get(verdict, "bold"))
+
+
+FIX_FLAGS_FIRST = "fix the flags first"
+
+
 class FitPanel(Static):
     DEFAULT_CSS = """
     FitPanel { height: auto; }

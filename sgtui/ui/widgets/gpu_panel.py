@@ -23,8 +23,23 @@ def usage_text(gpu: GpuView) -> Text:
     text.append(f"{gib(gpu.used_mib):>5}", style=level_style(frac))
     text.append(f"/{gib(gpu.total_mib)} GiB")
     if gpu.util_pct is not None:
-        text.append(f" {gpu.util_pct:>3}%", style="dim")
+        text.append(f" util {gpu.util_pct:>3}%", style="dim")
     return text
+
+
+def problem_text(gpus: list[GpuView]) -> Text | None:
+    """A host whose GPUs cannot be read at all (index -1): one line with the named state and what to do."""
+    if not gpus or any(g.index >= 0 for g in gpus):
+        return None
+    text = Text("GPUs: ", style="bold")
+    text.append(gpus[0].note or "not readable", style="yellow")
+    return text
+
+
+def age_text(age_s: float | None, stale: bool) -> Text:
+    if age_s is None or not stale:
+        return Text()
+    return Text(f"stale: last sample {age_s:.0f} s ago · ", style="bold yellow")
 
 
 def holders_text(gpus: list[GpuView]) -> Text:
@@ -44,7 +59,7 @@ class GpuRow(Horizontal):
     DEFAULT_CSS = """
     GpuRow { height: 1; }
     GpuRow > .gpu-label { width: 12; }
-    GpuRow > .gpu-usage { width: 21; padding-left: 1; }
+    GpuRow > .gpu-usage { width: 26; padding-left: 1; }
     """
 
     def __init__(self, gpu: GpuView) -> None:
@@ -55,7 +70,7 @@ class GpuRow(Horizontal):
 
     def compose(self) -> ComposeResult:
         label = "GPUs" if self.gpu.index < 0 else f"GPU{self.gpu.index} {short_name(self.gpu.name)}"
-        yield Static(label, classes="gpu-label")  # index -1: the host could not be read at all
+        yield Static(Text(label), classes="gpu-label")  # index -1: the host could not be read at all
         yield self.spark
         yield self.usage
 
@@ -77,13 +92,16 @@ class GpuPanel(Vertical):
     DEFAULT_CSS = """
     GpuPanel { height: auto; max-height: 10; }
     GpuPanel > #gpu-holders { height: 1; }
-    GpuPanel > #gpu-empty { height: 1; }
+    GpuPanel > #gpu-empty { height: auto; max-height: 3; }
+    GpuPanel.-stale GpuRow { opacity: 60%; }
     """
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._rows: dict[int, GpuRow] = {}
         self.latest: list[GpuView] = []
+        self.age_s: float | None = None
+        self.stale = False
 
     def compose(self) -> ComposeResult:
         yield Static(Text("no GPU samples yet: pick a host", style="dim"), id="gpu-empty")
@@ -91,12 +109,35 @@ class GpuPanel(Vertical):
 
     def show(self, gpus: list[GpuView]) -> None:
         self.latest = gpus
-        if sorted(self._rows) != sorted(g.index for g in gpus):
+        problem = problem_text(gpus)
+        rows = [] if problem is not None else gpus
+        if sorted(self._rows) != sorted(g.index for g in rows):
             for row in self._rows.values():
                 row.remove()
-            self._rows = {g.index: GpuRow(g) for g in gpus}
+            self._rows = {g.index: GpuRow(g) for g in rows}
             self.mount_all(self._rows.values(), before="#gpu-holders")
-        self.query_one("#gpu-empty", Static).display = not gpus
-        for gpu in gpus:
+        empty = self.query_one("#gpu-empty", Static)
+        empty.display = not rows
+        if problem is not None:
+            empty.update(problem)
+        for gpu in rows:
             self._rows[gpu.index].update_gpu(gpu)
-        self.query_one("#gpu-holders", Static).update(holders_text(gpus) if gpus else "", layout=False)
+        self.stale = False
+        self._draw_holders()
+
+    def set_age(self, age_s: float | None, stale: bool) -> None:
+        """How old the last sample is; a stale panel is dimmed and says so (it recovers by itself)."""
+        changed = stale != self.stale
+        self.age_s, self.stale = age_s, stale
+        self.set_class(stale, "-stale")
+        if changed or stale:
+            self._draw_holders()
+
+    def _draw_holders(self) -> None:
+        holders = self.query_one("#gpu-holders", Static)
+        rows = [g for g in self.latest if g.index >= 0]
+        holders.display = bool(rows)
+        if rows:
+            text = age_text(self.age_s, self.stale)
+            text.append_text(holders_text(rows))
+            holders.update(text, layout=False)

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.suggester import SuggestFromList
+from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Static
 
 from sgtui.core.sglang.flags import GROUPS
@@ -38,7 +40,9 @@ class FlagInfo:
 
 
 def field_id(flag: str) -> str:
-    return "flag-" + flag.lstrip("-").replace("_", "-")
+    """A widget id for any flag name, even one from a hand-edited profile full of brackets."""
+    name = flag.lstrip("-").replace("_", "-")
+    return "flag-" + re.sub(r"[^A-Za-z0-9-]", lambda m: f"_{ord(m.group()):x}", name)
 
 
 def format_value(value: Any) -> str:
@@ -99,6 +103,9 @@ class FlagField(Vertical):
     FlagField { height: auto; }
     FlagField > Horizontal { height: 1; }
     FlagField .flag-name { width: 33; color: $text-muted; }
+    FlagField:focus-within { background: $boost; }
+    FlagField:focus-within .flag-name { color: $accent; text-style: bold; }
+    FlagField:focus-within Input { text-style: bold; }
     FlagField Input { width: 1fr; }
     FlagField.-invalid Input { color: $error; text-style: bold; }
     FlagField > .flag-note { height: auto; padding-left: 2; }
@@ -111,21 +118,21 @@ class FlagField(Vertical):
         self.hint: tuple[str, Any] | None = None
         self.error = ""
         if info.kind == "bool":
-            self.control: Input | Checkbox = Checkbox(info.name, bool(value), compact=True)
+            self.control: Input | Checkbox = Checkbox(Text(info.name), bool(value), compact=True)
         else:
             self.control = Input(
                 format_value(value),
                 placeholder="(SGLang's default)",
                 compact=True,
                 suggester=SuggestFromList(list(info.choices), case_sensitive=True) if info.choices else None,
-                tooltip=info.help or None,
+                tooltip=Text(info.help) if info.help else None,
             )
         self.note = Static("", classes="flag-note")
 
     def compose(self) -> ComposeResult:
         with Horizontal():
             if isinstance(self.control, Input):
-                yield Label(self.info.name, classes="flag-name")
+                yield Label(Text(self.info.name), classes="flag-name")
             yield self.control
         yield self.note
 
@@ -206,7 +213,18 @@ class FlagField(Vertical):
 
 
 class LaunchForm(VerticalScroll):
-    """Fields grouped like SGLang's own help; an "add a flag" input with completion at the bottom."""
+    """Fields grouped like SGLang's own help; an "add a flag" input with completion at the bottom.
+
+    Keys: up/down (and tab/shift+tab) move between fields, with the focused field highlighted; esc leaves
+    a field for the form itself, and the next up/down/tab continues from the field left, not the first.
+    `dirty` says whether any value differs from the one loaded (quitting then asks)."""
+
+    BINDINGS = [
+        Binding("up", "move(-1)", "previous field", show=False, id="form-previous"),
+        Binding("down", "move(1)", "next field", show=False, id="form-next"),
+        Binding("tab", "move(1, True)", "next field", show=False, id="form-tab"),
+        Binding("shift+tab", "move(-1, True)", "previous field", show=False, id="form-back-tab"),
+    ]
 
     class Edited(Message):
         """A field changed (the app debounces and recomputes the fit)."""
@@ -233,6 +251,8 @@ class LaunchForm(VerticalScroll):
         self.parser: Parser = parser or parse_value
         self._initial = dict(values)
         self._fields: dict[str, FlagField] = {}
+        self._last_control: Widget | None = None
+        self._baseline: dict[str, Any] | None = None
 
     def info_for(self, flag: str) -> FlagInfo:
         return self.catalogue.get(flag) or FlagInfo(flag, known=False)
@@ -255,6 +275,45 @@ class LaunchForm(VerticalScroll):
             suggester=SuggestFromList(sorted(self.catalogue), case_sensitive=False),
             id="add-flag",
         )
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self.mark_saved)
+
+    def mark_saved(self) -> None:
+        """The values now shown are the saved ones (just loaded, or just written to the profile)."""
+        self._baseline = self.values()
+
+    @property
+    def dirty(self) -> bool:
+        return self._baseline is not None and self.values() != self._baseline
+
+    def controls(self) -> list[Widget]:
+        return [w for w in self.query("Input, Checkbox") if w.display and w.focusable]
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, Input | Checkbox):
+            self._last_control = event.widget
+
+    def action_move(self, delta: int, leave: bool = False) -> None:
+        """To the next/previous field; from the form itself, on from the field last left. With `leave`
+        (tab), moving past either end leaves the form as tab does elsewhere."""
+        controls = self.controls()
+        focused = self.app.focused
+        if focused in controls:
+            index = controls.index(focused) + delta
+        elif self._last_control in controls:
+            index = controls.index(self._last_control) + delta
+        else:
+            index = 0 if delta > 0 else len(controls) - 1
+        if not controls or (leave and not 0 <= index < len(controls)):
+            if delta > 0:
+                self.screen.focus_next()
+            else:
+                self.screen.focus_previous()
+            return
+        target = controls[max(0, min(index, len(controls) - 1))]
+        target.focus()
+        self.scroll_to_widget(target, animate=False)
 
     def values(self) -> dict[str, Any]:
         """The typed values in form order; fields left empty are omitted (SGLang's default applies)."""

@@ -7,6 +7,7 @@ log show the same timeline as the live one.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sgtui.core.logs.state import PHASE_LABELS, StartupState
@@ -121,7 +122,7 @@ class StartupTracker:
     def __init__(self, predicted: dict[str, Any] | None, start: float | None = None) -> None:
         from sgtui.core.logs import LogClassifier
 
-        self.classifier = LogClassifier()
+        self.classifier = LogClassifier(clock=time.monotonic)  # as `launch --watch`: stalls watched live
         self.predicted = predicted
         self._last_key: tuple[Any, ...] = ()
 
@@ -140,14 +141,19 @@ class StartupTracker:
         self._last_key = key
         return changed
 
+    def process_exited(self, returncode: int | None) -> None:
+        """The run's process ended (rc None: unknown): the same rule `launch --watch` applies."""
+        self.classifier.process_exited(returncode)
+
+    def end_of_log(self) -> None:
+        """The log is read to its end: the rule `sgtui explain` applies to a whole file."""
+        self.classifier.finish()
+
     @property
     def outcome(self) -> str:
-        s = self.state
-        if s.error is not None:
-            return "failed"
-        if "ready" in s.milestones:
-            return "ready"
-        return "starting"
+        """ready | failed | starting: the classifier's own verdict, as explain and launch --watch print it."""
+        outcome = self.classifier.analysis().outcome
+        return outcome if outcome in ("ready", "failed") else "starting"
 
     def milestone_kinds(self) -> list[str]:
         return [m.kind for m in self.state.milestone_list()]

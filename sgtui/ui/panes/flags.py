@@ -1,0 +1,165 @@
+"""The Flags tab: the deployment's flags with the memory fit beside them, refitted as you type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.timer import Timer
+from textual.widgets import Input
+
+from sgtui.ui import messages as m
+from sgtui.ui import profile_ops
+from sgtui.ui.catalogue import parse_flag_text
+from sgtui.ui.fitting import FitInputs, hints_from_report
+from sgtui.ui.session.deployment import Deployment
+from sgtui.ui.widgets.fit_panel import FIX_FLAGS_FIRST, FitPanel
+from sgtui.ui.widgets.launch_form import LaunchForm
+from sgtui.ui.workers.controller import Controller
+
+FIT_DEBOUNCE_S = 0.25
+FitFunction = Callable[[dict[str, Any], FitInputs], dict[str, Any]]
+
+
+class FlagsPane(Horizontal):
+    def __init__(
+        self, deployment: Deployment, controller: Controller, fit_function: FitFunction, **kwargs: object
+    ) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.deployment = deployment
+        self.controller = controller
+        self.fit_function = fit_function
+        self._fit_timer: Timer | None = None
+        self.fit_error = ""  # why the fit panel shows no verdict ("fix the flags first: ...")
+
+    def compose(self) -> ComposeResult:
+        yield self._new_form()
+        with VerticalScroll(id="fit-scroll"):
+            yield FitPanel(id="fit")
+            yield Input(placeholder="GPU: name or size (A6000, 48GiB)", id="fit-gpu", classes="-hidden")
+
+    def show_gpu_input(self) -> None:
+        """The host cannot name its GPUs: let the user type one for the fit."""
+        self.query_one("#fit-gpu", Input).remove_class("-hidden")
+
+    @on(Input.Submitted, "#fit-gpu")
+    def _gpu_typed(self, event: Input.Submitted) -> None:
+        from sgtui.core.errors import UserError
+        from sgtui.core.gpus import parse_gpu
+
+        event.stop()
+        try:
+            spec = parse_gpu(event.value)
+        except UserError as exc:
+            self.app.notify(str(exc).replace("--gpu ", "GPU "), severity="error", timeout=10)
+            return
+        self.deployment.set_gpu(spec.name, spec.mib, typed=True)
+        self.app.notify(f"the fit sizes {spec.name} ({spec.mib:,} MiB)", timeout=5)
+        self.schedule_fit()
+
+    def _new_form(self) -> LaunchForm:
+        d = self.deployment
+        return LaunchForm(
+            d.catalogue,
+            profile_ops.values(d.profile),
+            parser=lambda info, text: parse_flag_text(info, text, d.flags),
+            id="form",
+        )
+
+    @property
+    def form(self) -> LaunchForm:
+        return self.query_one(LaunchForm)
+
+    async def rebuild(self, keep_edits: bool = True) -> None:
+        """A new form for the deployment's version; `keep_edits` carries the typed values over (a version
+        change), otherwise the profile's own values show (a profile was opened)."""
+        if self.form.catalogue is self.deployment.catalogue:
+            return  # already showing these flags (a version and then its table can both ask)
+        if keep_edits:
+            self.deployment.keep_values(self.form.values())
+        await self.form.remove()
+        await self.mount(self._new_form(), before="#fit-scroll")
+
+    # the fit -------------------------------------------------------------------------------------------
+    @on(LaunchForm.Edited)
+    def _form_edited(self) -> None:
+        self.schedule_fit()
+
+    @on(LaunchForm.AddFailed)
+    def _add_failed(self, event: LaunchForm.AddFailed) -> None:
+        event.stop()
+        self.app.notify(event.message, severity="error", timeout=8)
+
+    def schedule_fit(self) -> None:
+        if self._fit_timer is not None:
+            self._fit_timer.stop()
+        self._fit_timer = self.set_timer(FIT_DEBOUNCE_S, self._start_fit)
+
+    def _start_fit(self) -> None:
+        if not self.is_attached:  # a debounce timer firing during shutdown
+            return
+        if not self.query(LaunchForm):  # the form is being rebuilt for another version: soon
+            self.schedule_fit()
+            return
+        d = self.deployment
+        d.fit_generation += 1
+        errors = self.form.errors()
+        if errors:  # a fit of other flags than the ones shown would be a lie
+            d.fit_report = None
+            self._show_fit(None, f"{FIX_FLAGS_FIRST}: {next(iter(errors.values()))}")
+            return
+        values, fit = self.form.values(), self.fit_function
+        model = values.get("--model-path")
+        if model and d.model_for is not None and str(model) != d.model_for and d.host:
+            d.forget_model(str(model))  # re-read the model the flags now name
+            self.controller.model_config(d.host, d.target, str(model))
+        inputs = d.fit_inputs
+        self.controller.compute_fit(lambda: fit(values, inputs), d.fit_generation, self.post_message)
+
+    def _show_fit(self, report: dict[str, Any] | None, error: str) -> None:
+        self.fit_error = error
+        self.query_one(FitPanel).show(report, error)
+        draw = getattr(self.app, "draw_status", None)
+        if draw is not None:
+            draw()
+
+    async def on_fit_computed(self, message: m.FitComputed) -> None:
+        message.stop()
+        d = self.deployment
+        if message.generation != d.fit_generation or not self.is_attached:
+            return
+        d.fit_report = message.report
+        self._show_fit(message.report, message.error)
+        forms = self.query(LaunchForm)
+        if forms:  # else the form is being rebuilt for another version; its own fit follows
+            await forms.first().set_hints(hints_from_report(message.report))
+
+    def prediction(self) -> dict[str, Any] | None:
+        """The fit for exactly the flags being launched (the debounced panel may lag a fresh edit)."""
+        d = self.deployment
+        try:
+            report = self.fit_function(self.form.values(), d.fit_inputs)
+        except Exception:  # no model config or GPU size yet: compare against nothing rather than stale
+            return None
+        d.fit_report = report
+        return report
+
+    def launch_problems(self) -> list[str]:
+        errors = self.form.errors()
+        if errors:
+            return list(errors.values())
+        from sgtui.core.errors import UserError
+        from sgtui.core.sglang.flags import FlagError, spec_from_values
+
+        try:
+            spec_from_values(self.form.values(), version=self.deployment.flags)
+        except FlagError as exc:
+            if exc.flag:
+                self.form.set_field_error(exc.flag, str(exc))
+            return [str(exc)]
+        except UserError as exc:
+            return [str(exc)]
+        return []

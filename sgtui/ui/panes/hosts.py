@@ -1,0 +1,240 @@
+"""The Hosts tab, the fleet view: one row per configured host (connection state and its age, GPUs
+used/total on a fixed scale, its runs and their worst health) with its containers folded under it.
+
+`Enter` on a host unfolds it (and connects it if it is not); on a container it makes that the target.
+Every label is built from `Text` pieces: host names, details and container names are outside text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, Tree
+from textual.widgets.tree import TreeNode
+
+from sgtui.ui.session.ages import age_text
+from sgtui.ui.session.fleet import FleetState, HostModel
+from sgtui.ui.views import ContainerView, RunView
+from sgtui.ui.widgets.gpu_sparkline import bar_for, level_style
+
+STATE_MARK = {
+    "connected": ("●", "green"),
+    "connecting": ("◌", "yellow"),
+    "lost": ("●", "red"),
+    "failed": ("✗", "red"),
+    "unknown-key": ("?", "yellow"),
+    "idle": ("○", "dim"),
+}
+HEALTH_STYLE = {
+    "failed": "bold red",
+    "stalled": "bold yellow",
+    "starting": "cyan",
+    "running": "green",
+    "ready": "bold green",
+}
+MAX_BARS = 16
+NAME_WIDTH = 14
+STATE_WIDTH = 15  # "connecting 12m05s" is rare; most fit, so the GPU column lines up
+
+
+@dataclass(frozen=True)
+class Pick:
+    host: str
+    container: ContainerView | None
+
+
+StateOf = Callable[[RunView], str]
+
+
+def gpu_text_of(host: HostModel) -> Text:
+    """The GPU summary whatever the connection state (a lost host shows its last one, greyed)."""
+    state, host.state = host.state, "connected"
+    try:
+        return gpu_text(host)
+    finally:
+        host.state = state
+
+
+def gpu_text(host: HostModel) -> Text:
+    """GPUs in use / total, a fixed-scale bar per GPU, and memory used / total."""
+    summary = host.gpu_summary()
+    if summary is None:
+        return Text("GPUs ?", style="dim") if host.state == "connected" else Text("")
+    if summary.problem:
+        return Text(summary.problem[:40], style="yellow")
+    text = Text()
+    text.append(f"GPU {summary.busy}/{summary.count} ")
+    for g in host.gpus[:MAX_BARS]:
+        if g.total_mib and not g.note:
+            text.append(bar_for(g.used_mib, g.total_mib), style=level_style(g.used_mib / g.total_mib))
+    frac = summary.used_mib / summary.total_mib if summary.total_mib else 0.0
+    text.append(f" {summary.used_mib / 1024:.1f}", style=level_style(frac))
+    text.append(f"/{summary.total_mib / 1024:.0f} GiB")
+    return text
+
+
+def runs_text(count: int, health: str | None) -> Text:
+    """ "2 runs stalled": the live runs and their worst health; "no live run, last failed" when the
+    newest run there ended badly; "no runs" otherwise."""
+    if not count:
+        if health == "failed":
+            text = Text("no live run, last ", style="dim")
+            text.append("failed", style=HEALTH_STYLE["failed"])
+            return text
+        return Text("no runs", style="dim")
+    text = Text(f"{count} run{'s' if count != 1 else ''} ")
+    text.append(health or "?", style=HEALTH_STYLE.get(health or "", ""))
+    return text
+
+
+def host_label(host: HostModel, runs: tuple[int, str | None] = (0, None), width: int = NAME_WIDTH) -> Text:
+    mark, style = STATE_MARK.get(host.state, ("?", "dim"))
+    text = Text(f"{mark} ", style=style)
+    text.append(Text(host.name.ljust(width), style="bold"))
+    state = host.state
+    age = age_text(host.state_age)
+    text.append(f" {state}", style=style)
+    text.append(f" {age}".ljust(STATE_WIDTH - len(state)), style="dim")
+    if state == "connected":
+        text.append(" ")
+        text.append(gpu_text(host))
+        text.append("  ")
+        text.append(runs_text(*runs))
+    elif state == "lost" and host.gpus:  # the last values known, greyed: they are no longer live
+        last = Text(" ")
+        last.append(gpu_text_of(host))
+        last.append("  ")
+        last.append(runs_text(*runs))
+        last.stylize("dim strike")
+        text.append(last)
+    elif host.detail:  # why it is not connected, in one line
+        text.append(" ")
+        text.append(Text(host.detail.splitlines()[0], style="dim"))
+    return text
+
+
+def container_label(c: ContainerView) -> Text:
+    text = Text(c.label)
+    if c.status:
+        text.append(f" {c.status}", style="green" if c.status == "running" else "dim")
+    if c.gpus:
+        text.append(" GPU " + ",".join(str(g) for g in c.gpus), style="cyan")
+    return text
+
+
+def matches(needle: str, *haystack: str) -> bool:
+    return not needle or any(needle in h.lower() for h in haystack)
+
+
+class FleetPane(Vertical):
+    class Picked(Message):
+        def __init__(self, pick: Pick) -> None:
+            super().__init__()
+            self.pick = pick
+
+    DEFAULT_CSS = """
+    FleetPane > #host-filter { margin-bottom: 0; }
+    FleetPane > Tree { height: 1fr; }
+    """
+
+    def __init__(self, fleet: FleetState, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.fleet = fleet
+        self.state_of: StateOf = lambda run: run.state
+        self.unfolded: set[str] = set()
+        self._host_nodes: dict[str, TreeNode[Pick]] = {}
+        self._shape: tuple[object, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter hosts and containers", id="host-filter")
+        tree: Tree[Pick] = Tree("hosts", id="host-tree")
+        tree.show_root = False
+        tree.auto_expand = True
+        yield tree
+
+    @property
+    def tree(self) -> Tree[Pick]:
+        return self.query_one("#host-tree", Tree)
+
+    @property
+    def hosts(self) -> dict[str, HostModel]:
+        return self.fleet.hosts
+
+    def refresh_fleet(self) -> None:
+        """Redraw from the fleet state: labels in place when only values changed (ages, GPUs, runs),
+        the whole tree when hosts, containers or the filter did."""
+        needle = self.query_one("#host-filter", Input).value.strip().lower()
+        shape = (needle, tuple((n, h.containers_error, tuple(h.containers)) for n, h in self.hosts.items()))
+        if shape != self._shape:
+            self._shape = shape
+            self._rebuild(needle)
+            return
+        width = self._name_width()
+        for name, node in self._host_nodes.items():
+            host = self.hosts[name]
+            node.set_label(host_label(host, self.fleet.run_health(name, self.state_of), width))
+
+    def _name_width(self) -> int:
+        return min(max((len(n) for n in self.hosts), default=4), NAME_WIDTH)
+
+    def _rebuild(self, needle: str) -> None:
+        tree = self.tree
+        cursor = tree.cursor_node.data if tree.cursor_node is not None else None
+        tree.clear()
+        self._host_nodes = {}
+        target_line = None
+        width = self._name_width()
+        for name, host in self.hosts.items():
+            kids = [
+                c for c in host.containers if matches(needle, name, c.label, c.status, c.name, host.address)
+            ]
+            if not kids and not matches(needle, name, host.address, host.source):
+                continue
+            label = host_label(host, self.fleet.run_health(name, self.state_of), width)
+            unfold = name in self.unfolded or bool(needle and kids)
+            node = tree.root.add(label, data=Pick(name, None), expand=unfold)
+            self._host_nodes[name] = node
+            if cursor == node.data:
+                target_line = node
+            for c in kids:
+                leaf = node.add_leaf(container_label(c), data=Pick(name, c))
+                if cursor == leaf.data:
+                    target_line = leaf
+            if host.containers_error:
+                node.add_leaf(Text(host.containers_error, style="red"))
+        if target_line is not None:
+            tree.move_cursor(target_line)
+
+    @on(Input.Changed, "#host-filter")
+    def _filter(self, event: Input.Changed) -> None:
+        event.stop()
+        self.refresh_fleet()
+
+    @on(Input.Submitted, "#host-filter")
+    def _to_tree(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.tree.focus()
+
+    @on(Tree.NodeExpanded, "#host-tree")
+    def _unfolded(self, event: Tree.NodeExpanded[Pick]) -> None:
+        event.stop()
+        if event.node.data is not None:
+            self.unfolded.add(event.node.data.host)
+
+    @on(Tree.NodeCollapsed, "#host-tree")
+    def _folded(self, event: Tree.NodeCollapsed[Pick]) -> None:
+        event.stop()
+        if event.node.data is not None:
+            self.unfolded.discard(event.node.data.host)
+
+    @on(Tree.NodeSelected, "#host-tree")
+    def _picked(self, event: Tree.NodeSelected[Pick]) -> None:
+        event.stop()
+        if event.node.data is not None:
+            self.post_message(self.Picked(event.node.data))

@@ -1,0 +1,133 @@
+"""Every configured host at once: connection state and its age, GPUs, containers and runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sgtui.ui.session.ages import Ages
+from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
+
+HEALTH_ORDER = ("failed", "stalled", "starting", "running", "ready")  # worst first; ended runs rank none
+ALIVE_STATES = ("starting", "running", "ready", "stalled")
+BUSY_MIB = 1024  # a GPU holding more than this is in use (a driver context alone takes ~500 MiB)
+
+
+@dataclass(frozen=True)
+class GpuSummary:
+    count: int
+    busy: int
+    used_mib: int
+    total_mib: int
+    problem: str = ""  # nvidia-smi missing, no driver, ...: said instead of numbers
+
+
+@dataclass
+class HostModel:
+    name: str
+    address: str = ""
+    source: str = ""
+    state: str = "idle"  # idle | connecting | connected | lost | failed | unknown-key
+    detail: str = ""
+    gpus: list[GpuView] = field(default_factory=list)
+    containers: list[ContainerView] = field(default_factory=list)
+    containers_error: str = ""
+    runs_by_target: dict[str, list[RunView]] = field(default_factory=dict)
+    runs_error: str = ""
+    ages: Ages = field(default_factory=Ages)
+
+    def set_state(self, state: str, detail: str = "") -> str:
+        before = self.state
+        if state != before:
+            self.ages.touch("state")
+        self.state, self.detail = state, detail
+        return before
+
+    @property
+    def state_age(self) -> float | None:
+        return self.ages.age("state")
+
+    def set_gpus(self, gpus: list[GpuView], t: float | None = None) -> None:
+        self.gpus = gpus
+        self.ages.touch("gpus", t)
+
+    def gpu_summary(self) -> GpuSummary | None:
+        if not self.gpus:
+            return None
+        problems = [g.note for g in self.gpus if g.index < 0 or not g.total_mib]
+        usable = [g for g in self.gpus if g.total_mib and not g.note]
+        if not usable:
+            return GpuSummary(0, 0, 0, 0, problems[0] if problems else "no GPUs")
+        return GpuSummary(
+            len(usable),
+            sum(1 for g in usable if g.used_mib > BUSY_MIB or g.processes),
+            sum(g.used_mib for g in usable),
+            sum(g.total_mib for g in usable),
+        )
+
+    def set_runs(self, target: str, runs: list[RunView]) -> None:
+        self.runs_by_target[target] = runs
+        self.runs_error = ""
+        self.ages.touch("runs")
+
+    @property
+    def runs(self) -> list[RunView]:
+        """Every run listed on any of the host's targets, once each, oldest first."""
+        seen: dict[str, RunView] = {}
+        for runs in self.runs_by_target.values():
+            for run in runs:
+                seen.setdefault(f"{run.run_id}:{run.node_rank}", run)
+        return sorted(seen.values(), key=lambda r: (r.started, r.run_id))
+
+    def view(self) -> HostView:
+        return HostView(self.name, self.address, self.source, self.state, self.detail)
+
+
+def worst(states: list[str]) -> str | None:
+    ranked = [s for s in states if s in HEALTH_ORDER]
+    return min(ranked, key=HEALTH_ORDER.index) if ranked else None
+
+
+class FleetState:
+    """The hosts, in the order configured. `state_of` lets a followed run's own word (ready, stalled,
+    from its log) override the host's ("running")."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.hosts: dict[str, HostModel] = {}
+
+    def load(self, hosts: list[HostView]) -> None:
+        for h in hosts:
+            model = self.hosts.get(h.name)
+            if model is None:
+                self.hosts[h.name] = HostModel(h.name, h.address, h.source, ages=Ages(self.clock))
+            else:
+                model.address, model.source = h.address, h.source
+
+    def host(self, name: str) -> HostModel:
+        model = self.hosts.get(name)
+        if model is None:
+            model = self.hosts[name] = HostModel(name, ages=Ages(self.clock))
+        return model
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.hosts
+
+    def states(self) -> dict[str, str]:
+        return {name: h.state for name, h in self.hosts.items()}
+
+    def all_runs(self) -> list[RunView]:
+        """Every run on every connected target, host by host."""
+        return [run for h in self.hosts.values() for run in h.runs]
+
+    def run_health(self, host: str, state_of: Callable[[RunView], str]) -> tuple[int, str | None]:
+        """How many runs are alive on `host`, and the worst health among them and the newest run of each
+        target (a run that just failed counts until another is launched there; older history does not)."""
+        runs = self.host(host).runs
+        newest: dict[str, RunView] = {}
+        for run in runs:  # oldest first: the last one per target stays
+            newest[run.target] = run
+        alive = [state_of(r) for r in runs if state_of(r) in ALIVE_STATES]
+        counted = alive + [state_of(r) for r in newest.values() if state_of(r) not in ALIVE_STATES]
+        return len(alive), worst(counted)

@@ -1,0 +1,221 @@
+"""The lines of one run's log as the log view shows them: bounded, numbered from the first line ever seen,
+optionally filtered by a search, optionally wrapped. Pure data (no Textual) so it is cheap to test and bench.
+
+Line numbers are absolute: line n is the n-th line the run printed (0-based), whether or not it is still
+kept. `first` is the oldest line still kept; `total` counts every line seen. The *view* is what the screen
+scrolls through: every kept line, or only the ones matching the search. With wrap on, a view line takes
+ceil(len / width) rows.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+MAX_LINE = 16_384  # a server_args= dump is ~6 k characters; a tensor dump is cut here, saying by how much
+SEARCH_SPAN = 4_000  # regex work per line is capped: a 1 MB line costs what a 4 k one does
+
+
+def clip(line: str) -> str:
+    if "\t" in line:
+        line = line.expandtabs(4)
+    if len(line) <= MAX_LINE:
+        return line
+    return line[:MAX_LINE] + f" … [{len(line) - MAX_LINE:,} more chars]"
+
+
+@dataclass(frozen=True)
+class Search:
+    """A compiled search: a regex when the text is one, else the literal text; smart case."""
+
+    text: str
+    pattern: re.Pattern[str]
+    literal: bool
+
+    @classmethod
+    def parse(cls, text: str) -> Search | None:
+        if not text:
+            return None
+        flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
+        try:
+            return cls(text, re.compile(text, flags), False)
+        except re.error:
+            return cls(text, re.compile(re.escape(text), flags), True)
+
+    def matches(self, line: str) -> bool:
+        return self.pattern.search(line, 0, SEARCH_SPAN) is not None
+
+    def spans(self, line: str) -> list[tuple[int, int]]:
+        found = self.pattern.finditer(line, 0, SEARCH_SPAN)
+        return [(m.start(), m.end()) for m in found if m.end() > m.start()]
+
+
+class LineStore:
+    def __init__(self, max_lines: int) -> None:
+        self.max_lines = max(1, max_lines)
+        self.lines: list[str] = []
+        self.total = 0
+        self.search: Search | None = None
+        self.filtering = True  # with a search: show only the matching lines
+        self._matches: list[int] = []  # absolute numbers of kept matching lines, ascending
+        self.wrap_width = 0  # 0: no wrap
+        self._row_ends: list[int] = []  # with wrap: cumulative rows after each view line (minus _row_base)
+        self._row_base = 0
+        self.widest = 0
+
+    # ---- what is kept ---------------------------------------------------------------------------------
+    @property
+    def first(self) -> int:
+        return self.total - len(self.lines)
+
+    @property
+    def dropped(self) -> int:
+        return self.first
+
+    def line(self, n: int) -> str:
+        return self.lines[n - self.first]
+
+    def append(self, new: Iterable[str]) -> int:
+        """Add lines; returns how many rows at the top of the view the oldest-dropping removed."""
+        batch = [clip(line) for line in new]
+        if not batch:
+            return 0
+        start = self.total
+        self.lines.extend(batch)
+        self.total += len(batch)
+        self.widest = max(self.widest, max(len(line) for line in batch))
+        added = range(start, self.total)
+        if self.search is not None:
+            hits = [n for n, line in zip(added, batch, strict=True) if self.search.matches(line)]
+            self._matches.extend(hits)
+            added_view = [self.line(n) for n in hits] if self.filtering else batch
+        else:
+            added_view = batch
+        if self.wrap_width:
+            self._extend_rows(added_view)
+        return self._trim()
+
+    def _trim(self) -> int:
+        extra = len(self.lines) - self.max_lines
+        if extra <= 0:
+            return 0
+        first_after = self.first + extra
+        del self.lines[:extra]
+        if self.search is not None and self.filtering:
+            gone = bisect_left(self._matches, first_after)
+        else:
+            gone = extra
+        if self.search is not None:
+            del self._matches[: bisect_left(self._matches, first_after)]
+        if self.wrap_width and gone:
+            old_base, self._row_base = self._row_base, self._row_ends[gone - 1]
+            del self._row_ends[:gone]
+            return self._row_base - old_base
+        return gone
+
+    def clear(self) -> None:
+        self.lines.clear()
+        self.total = 0
+        self._matches.clear()
+        self._row_ends.clear()
+        self._row_base = 0
+        self.widest = 0
+
+    # ---- search -----------------------------------------------------------------------------------------
+    def set_search(self, text: str) -> Search | None:
+        self.search = Search.parse(text)
+        if self.search is None:
+            self._matches = []
+        else:
+            matches = self.search.matches
+            first = self.first
+            self._matches = [first + i for i, line in enumerate(self.lines) if matches(line)]
+        self._rebuild_rows()
+        return self.search
+
+    @property
+    def match_count(self) -> int:
+        return len(self._matches)
+
+    @property
+    def match_lines(self) -> list[int]:
+        return self._matches
+
+    # ---- the view -----------------------------------------------------------------------------------------
+    @property
+    def filtered(self) -> bool:
+        return self.search is not None and self.filtering
+
+    @property
+    def view_count(self) -> int:
+        return len(self._matches) if self.filtered else len(self.lines)
+
+    def view_line_number(self, i: int) -> int:
+        """The absolute line number of view line i."""
+        return self._matches[i] if self.filtered else self.first + i
+
+    def view_index(self, n: int) -> int | None:
+        """View index of absolute line n (the nearest view line at or after it, for a filtered view)."""
+        if self.filtered:
+            i = bisect_left(self._matches, n)
+            return min(i, len(self._matches) - 1) if self._matches else None
+        i = n - self.first
+        return i if 0 <= i < len(self.lines) else None
+
+    def _view_texts(self) -> Iterable[str]:
+        if self.filtered:
+            first = self.first
+            return (self.lines[n - first] for n in self._matches)
+        return self.lines
+
+    # ---- rows (wrap) --------------------------------------------------------------------------------
+    def set_wrap(self, width: int) -> None:
+        """0 turns wrap off; otherwise rows are `width` characters wide."""
+        self.wrap_width = max(0, width)
+        self._rebuild_rows()
+
+    def _rebuild_rows(self) -> None:
+        self._row_ends = []
+        self._row_base = 0
+        if self.wrap_width:
+            self._extend_rows(self._view_texts())
+
+    def _extend_rows(self, texts: Iterable[str]) -> None:
+        width = self.wrap_width
+        ends = self._row_ends
+        end = ends[-1] if ends else self._row_base
+        for text in texts:
+            end += max(1, -(-len(text) // width))
+            ends.append(end)
+
+    @property
+    def row_count(self) -> int:
+        if not self.wrap_width:
+            return self.view_count
+        return (self._row_ends[-1] - self._row_base) if self._row_ends else 0
+
+    def row(self, y: int) -> tuple[int, int] | None:
+        """Row y -> (view index, which wrapped piece of that line); None past the end."""
+        if y < 0:
+            return None
+        if not self.wrap_width:
+            return (y, 0) if y < self.view_count else None
+        target = y + self._row_base
+        i = bisect_right(self._row_ends, target)
+        if i >= len(self._row_ends):
+            return None
+        start = self._row_ends[i - 1] if i else self._row_base
+        return i, target - start
+
+    def row_of(self, i: int) -> int:
+        """The first row of view line i."""
+        if not self.wrap_width:
+            return i
+        return (self._row_ends[i - 1] if i else self._row_base) - self._row_base
+
+    def rows_of(self, i: int) -> int:
+        if not self.wrap_width:
+            return 1
+        return self._row_ends[i] - (self._row_ends[i - 1] if i else self._row_base)

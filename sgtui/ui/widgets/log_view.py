@@ -1,0 +1,374 @@
+"""The log of one run, readable while it streams: Toolong's line API (a ScrollView whose `render_line`
+draws only the rows on screen) over a bounded `LineStore`.
+
+- It follows the end by default, past any number of lines; only the last `max_lines` are kept.
+- Any upward move (keys, wheel, scrollbar, Home, a search) pauses following; End resumes it. While paused
+  a cursor line shows where Enter, n and N act.
+- `w` wraps long lines; Enter opens the cursor's line whole (a traceback block, a server_args= dump).
+- A search (`set_search`) filters to matching lines and highlights the matches; n/N move between them.
+Highlighting and search look only at the first few thousand characters of a line (a 1 MB tensor dump costs
+what a short line does). The text is never parsed as markup.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from sgtui.ui.widgets.log_store import LineStore, Search
+from sgtui.ui.widgets.run_log import LogHighlighter, line_kind
+
+MATCH_STYLE = Style(reverse=True, bold=True)  # reverse works in every theme, ANSI included
+CURSOR_STYLE = Style(underline=True, bold=True)
+
+
+class LogView(ScrollView, can_focus=True):
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "up", show=False, id="log-up"),
+        Binding("down", "cursor(1)", "down", show=False, id="log-down"),
+        Binding("pageup", "page(-1)", "page up", show=False, id="log-page-up"),
+        Binding("pagedown", "page(1)", "page down", show=False, id="log-page-down"),
+        Binding("home", "home", "first line", show=False, id="log-home"),
+        Binding("end", "end", "follow", id="log-end"),
+        Binding("left", "scroll_left", "left", show=False),
+        Binding("right", "scroll_right", "right", show=False),
+        Binding("w", "wrap", "wrap", id="log-wrap"),
+        Binding("enter", "open_line", "open line", show=False, id="log-open"),
+        Binding("n", "next_match(1)", "next match", show=False, id="log-next"),
+        Binding("N", "next_match(-1)", "previous match", show=False, id="log-previous"),
+    ]
+    DEFAULT_CSS = """
+    LogView { background: $surface; }
+    LogView:focus { background-tint: $foreground 3%; }
+    """
+
+    class Changed(Message):
+        """Following, wrap, search or the counts changed: the status line redraws."""
+
+    class OpenLine(Message):
+        def __init__(self, text: str, number: int) -> None:
+            super().__init__()
+            self.text = text
+            self.number = number
+
+    def __init__(self, max_lines: int = 20_000, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.store = LineStore(max_lines)
+        self.following = True
+        self.wrap = False
+        self.cursor: int | None = None  # absolute line number, while paused
+        self.highlighter = LogHighlighter()
+        self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
+        self._generation = 0
+        self._end_pending = False
+        self._pass_style: Style | None = None
+
+    # ---- feeding --------------------------------------------------------------------------------------
+    @property
+    def total_lines(self) -> int:
+        return self.store.total
+
+    @property
+    def lines(self) -> list[str]:
+        """The lines the view shows: every kept line, or only the search's matches."""
+        store = self.store
+        return [store.line(store.view_line_number(i)) for i in range(store.view_count)]
+
+    @property
+    def line_count(self) -> int:
+        return self.store.view_count
+
+    def first_error_index(self) -> int | None:
+        """The view index of the first error line kept (clears no search)."""
+        n = self.first_error_line()
+        return None if n is None else self.store.view_index(n)
+
+    def append(self, lines: Iterable[str]) -> None:
+        store = self.store
+        total = store.total
+        removed_rows = store.append(lines)
+        if store.total == total:
+            return
+        self._resize()
+        if removed_rows and not self.following:
+            # keep the lines being read where they are on screen while older ones drop off the top
+            self.scroll_to(y=max(0, self.scroll_y - removed_rows), animate=False, immediate=True)
+        if self.following:
+            self._to_end()
+        self.post_message(self.Changed())
+
+    def reset(self) -> None:
+        self.store.clear()
+        self.store.set_search("")
+        self.cursor = None
+        self.following = True
+        self._cache.clear()
+        self._resize()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.post_message(self.Changed())
+
+    def _resize(self) -> None:
+        width = self.store.widest if not self.wrap else 0
+        self.virtual_size = Size(width, self.store.row_count)
+        self.refresh()
+
+    def _to_end(self) -> None:
+        """To the last row now, and again once the layout settles (a new height or a scrollbar appearing
+        changes where the end is); one re-check per refresh however many batches arrive."""
+        height = self.scrollable_content_region.height
+        self.scroll_to(y=max(0, self.store.row_count - height), animate=False, immediate=True)
+        if not self._end_pending:
+            self._end_pending = True
+            self.call_after_refresh(self._settle_end)
+
+    def _settle_end(self) -> None:
+        self._end_pending = False
+        if self.following:
+            height = self.scrollable_content_region.height
+            self.scroll_to(y=max(0, self.store.row_count - height), animate=False, immediate=True)
+
+    # ---- following ------------------------------------------------------------------------------------
+    def set_following(self, follow: bool) -> None:
+        if follow == self.following:
+            return
+        self.following = follow
+        if follow:
+            self.cursor = None
+            self._to_end()
+        elif self.cursor is None:
+            self.cursor = self._last_visible_line()
+        self._cache.clear()
+        self.refresh()
+        self.post_message(self.Changed())
+
+    def _last_visible_line(self) -> int | None:
+        store = self.store
+        if not store.view_count:
+            return None
+        bottom = int(self.scroll_y) + self.scrollable_content_region.height - 1
+        at = store.row(min(bottom, store.row_count - 1))
+        return store.view_line_number(at[0]) if at else None
+
+    def _pause(self) -> None:
+        if self.following:
+            self.set_following(False)
+
+    def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._pause()
+        super()._on_mouse_scroll_up(event)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new < old and self.following and new < self.max_scroll_y:
+            self._pause()  # the scrollbar dragged up, or anything else moving the view back
+
+    # ---- keys -----------------------------------------------------------------------------------------
+    def _cursor_index(self) -> int | None:
+        if self.cursor is None:
+            return None
+        return self.store.view_index(self.cursor)
+
+    def _move_cursor_to(self, i: int) -> None:
+        store = self.store
+        if not store.view_count:
+            return
+        i = max(0, min(i, store.view_count - 1))
+        self.cursor = store.view_line_number(i)
+        top, rows = store.row_of(i), store.rows_of(i)
+        height = self.scrollable_content_region.height
+        if top < self.scroll_y:
+            self.scroll_to(y=top, animate=False, immediate=True)
+        elif top + rows > self.scroll_y + height:
+            self.scroll_to(y=top + rows - height, animate=False, immediate=True)
+        self._cache.clear()
+        self.refresh()
+        self.post_message(self.Changed())
+
+    def action_cursor(self, delta: int) -> None:
+        if self.following:
+            self._pause()
+            if delta > 0:
+                return
+        i = self._cursor_index()
+        self._move_cursor_to((self.store.view_count - 1 if i is None else i) + delta)
+
+    def action_page(self, delta: int) -> None:
+        self._pause()
+        i = self._cursor_index()
+        step = max(1, self.scrollable_content_region.height - 1)
+        self._move_cursor_to((self.store.view_count - 1 if i is None else i) + delta * step)
+
+    def action_home(self) -> None:
+        self._pause()
+        self._move_cursor_to(0)
+
+    def action_end(self) -> None:
+        self.set_following(True)
+        self._to_end()
+
+    def action_wrap(self) -> None:
+        self.set_wrap(not self.wrap)
+
+    def set_wrap(self, wrap: bool) -> None:
+        keep = self.cursor
+        self.wrap = wrap
+        self.store.set_wrap(self._content_width() if wrap else 0)
+        self._cache.clear()
+        self._resize()
+        if self.following:
+            self._to_end()
+        elif keep is not None and (i := self.store.view_index(keep)) is not None:
+            self._move_cursor_to(i)
+        self.post_message(self.Changed())
+
+    def _content_width(self) -> int:
+        return max(10, self.scrollable_content_region.width or self.size.width or 80)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.wrap and self.store.wrap_width != self._content_width():
+            self.store.set_wrap(self._content_width())
+            self._cache.clear()
+            self._resize()
+        if self.following:
+            self.call_after_refresh(self._to_end)
+
+    def action_open_line(self) -> None:
+        n = self.cursor if self.cursor is not None else (self.store.total - 1 if self.store.total else None)
+        if n is None or n < self.store.first:
+            return
+        self.post_message(self.OpenLine(self.whole_line(n), n))
+
+    def whole_line(self, n: int) -> str:
+        """The line; for a traceback's first line, the traceback through its exception line."""
+        store = self.store
+        text = store.line(n)
+        if "Traceback (most recent call last)" not in text:
+            return text
+        out = [text]
+        for m in range(n + 1, min(store.total, n + 400)):
+            line = store.line(m)
+            out.append(line)
+            if line and not line[0].isspace() and not line.lstrip().startswith("File "):
+                break
+        return "\n".join(out)
+
+    # ---- search ---------------------------------------------------------------------------------------
+    def set_search(self, text: str) -> Search | None:
+        """Filter to the lines matching `text` (a regex, or the literal text when it is not one)."""
+        search = self.store.set_search(text)
+        self._cache.clear()
+        self._generation += 1
+        if search is not None:
+            self._pause()
+        self._resize()
+        if self.following:
+            self._to_end()
+        elif self.cursor is not None and (i := self.store.view_index(self.cursor)) is not None:
+            self._move_cursor_to(i)
+        elif self.store.view_count:
+            self._move_cursor_to(self.store.view_count - 1)
+        self.post_message(self.Changed())
+        return search
+
+    def action_next_match(self, direction: int) -> None:
+        store = self.store
+        matches = store.match_lines
+        if not matches:
+            return
+        self._pause()
+        cur = self.cursor if self.cursor is not None else store.total
+        if direction > 0:
+            j = bisect_right(matches, cur)
+            n = matches[j] if j < len(matches) else matches[0]
+        else:
+            j = bisect_left(matches, cur) - 1
+            n = matches[j] if j >= 0 else matches[-1]
+        i = store.view_index(n)
+        if i is not None:
+            self._move_cursor_to(i)
+
+    def match_position(self) -> int | None:
+        """1-based index of the cursor's line among the matches (for "match 3 of 12")."""
+        if self.cursor is None or not self.store.match_lines:
+            return None
+        matches = self.store.match_lines
+        j = bisect_left(matches, self.cursor)
+        return j + 1 if j < len(matches) and matches[j] == self.cursor else None
+
+    # ---- errors ---------------------------------------------------------------------------------------
+    def first_error_line(self) -> int | None:
+        store = self.store
+        for i, line in enumerate(store.lines):
+            if line_kind(line) == "error":
+                return store.first + i
+        return None
+
+    def jump_to_first_error(self) -> bool:
+        n = self.first_error_line()
+        if n is None:
+            return False
+        if self.store.filtered:
+            self.set_search("")
+        self._pause()
+        i = self.store.view_index(n)
+        if i is None:
+            return False
+        self._move_cursor_to(i)
+        self.scroll_to(y=max(0, self.store.row_of(i) - 2), animate=False, immediate=True)
+        return True
+
+    # ---- drawing --------------------------------------------------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """`rich_style` resolves the CSS cascade (a fifth of a millisecond): once per pass, not per row."""
+        self._pass_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass_style = None
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        rich_style = self._pass_style or self.rich_style
+        at = self.store.row(scroll_y + y)
+        if at is None:
+            return Strip.blank(width, rich_style)
+        strip = self._line_strip(at[0], at[1], rich_style)
+        if self.wrap:
+            return strip.extend_cell_length(width, rich_style).crop(0, width)
+        return strip.crop_extend(scroll_x, scroll_x + width, rich_style)
+
+    def _line_strip(self, i: int, piece: int, rich_style: Style) -> Strip:
+        n = self.store.view_line_number(i)
+        key = (n, piece)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        line = self.store.line(n)
+        text = Text(line, no_wrap=True, end="")
+        text.stylize(rich_style)
+        self.highlighter.highlight(text)
+        search = self.store.search
+        if search is not None:
+            for start, end in search.spans(line):
+                text.stylize(MATCH_STYLE, start, end)
+        if n == self.cursor:
+            text.stylize(CURSOR_STYLE)
+        if self.wrap:
+            w = self.store.wrap_width
+            text = text[piece * w : (piece + 1) * w]
+        segments = [Segment(s.text, s.style) for s in text.render(self.app.console)]
+        strip = Strip(segments, text.cell_len)
+        self._cache[key] = strip
+        return strip

@@ -1,0 +1,212 @@
+"""The workers between the app and the hosts: async workers in named groups that post Messages.
+
+Workers never touch widgets. Groups: "connect" (one per host, at most CONNECT_PARALLEL connecting at
+once), "gpu" (one sampler per host), "discover", "runs", "tail" (one per node of each followed run),
+"launch", "stop", "fit" (exclusive, thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import App
+from textual.message import Message
+from textual.worker import Worker
+
+from sgtui.ui import messages as m
+from sgtui.ui.backend import Backend
+from sgtui.ui.session.run import RunSession
+from sgtui.ui.views import ContainerView, RunView
+from sgtui.ui.workers.follow import Follower
+
+RECONNECT_S = (1.0, 2.0, 5.0, 10.0)
+CONNECT_PARALLEL = 8  # SSH handshakes at once when the app opens every configured host
+
+
+class Controller:
+    def __init__(self, app: App[Any], backend: Backend) -> None:
+        self.app = app
+        self.backend = backend
+        self._connecting = asyncio.Semaphore(CONNECT_PARALLEL)
+        self._tails: dict[str, list[Worker[Any]]] = {}
+
+    def post(self, message: Message) -> None:
+        self.app.post_message(message)
+
+    def _worker(self, coro: Any, group: str, name: str, exclusive: bool = False) -> Worker[Any]:
+        return self.app.run_worker(coro, group=group, name=name, exclusive=exclusive, exit_on_error=False)
+
+    # hosts ---------------------------------------------------------------------------------------------
+    def load_hosts(self) -> None:
+        hosts, problems = self.backend.hosts()
+        self.post(m.HostsLoaded(hosts, problems))
+
+    def connect(self, host: str) -> None:
+        self._worker(self._connect(host), "connect", f"connect:{host}")
+
+    async def _connect(self, host: str) -> None:
+        """Keeps the host connected for the app's life; a slow or failing host holds up no other."""
+        first = True
+        held = False
+        await self._connecting.acquire()
+        held = True
+        try:
+            async for state, detail in self.backend.connection_states(host):
+                if held and state != "connecting":  # the handshake is over, whatever its result
+                    self._connecting.release()
+                    held = False
+                self.post(m.HostStateChanged(host, state, detail))
+                if state == "connected":
+                    self.discover(host)
+                    if first:
+                        self._worker(self._gpus(host), "gpu", f"gpu:{host}")
+                        first = False
+        finally:
+            if held:
+                self._connecting.release()
+
+    def discover(self, host: str) -> None:
+        self._worker(self._discover(host), "discover", f"discover:{host}")
+
+    async def _discover(self, host: str) -> None:
+        try:
+            found = await self.backend.containers(host)
+        except Exception as exc:
+            self.post(m.ContainersFound(host, [], f"discovery failed: {exc}"))
+            return
+        self.post(m.ContainersFound(host, found))
+
+    def detect_version(self, host: str, target: ContainerView | None, python: str) -> None:
+        self._worker(self._version(host, target, python), "discover", f"version:{host}", exclusive=False)
+
+    async def _version(self, host: str, target: ContainerView | None, python: str) -> None:
+        label = target.label if target else "bare host"
+        try:
+            version = await self.backend.sglang_version(host, target, python)
+        except Exception as exc:
+            self.post(m.VersionDetected(host, label, None, str(exc)))
+            return
+        self.post(m.VersionDetected(host, label, version))
+        if version is not None:
+            try:
+                table, problem = await self.backend.flag_table(host, target, python, version)
+            except Exception as exc:  # the backend already falls back; this is a bug guard, shown as one line
+                table, problem = None, f"could not read the target's flag table: {exc}"
+            self.post(m.FlagTableRead(host, table, problem))
+
+    def model_config(self, host: str, target: ContainerView | None, model: str) -> None:
+        self._worker(self._model(host, target, model), "discover", f"model:{host}")
+
+    async def _model(self, host: str, target: ContainerView | None, model: str) -> None:
+        try:
+            got = await self.backend.model_config(host, target, model)
+        except Exception as exc:
+            self.post(
+                m.ModelConfigRead(host, model, None, f"no fit: cannot read {model}/config.json there ({exc})")
+            )
+            return
+        if got is not None:
+            self.post(m.ModelConfigRead(host, model, got))
+
+    async def _gpus(self, host: str) -> None:
+        """Samples until the app exits; a lost connection pauses it and it resumes on its own."""
+        delays = iter(RECONNECT_S)
+        while True:
+            try:
+                async for gpus in self.backend.gpu_samples(host):
+                    delays = iter(RECONNECT_S)
+                    clock = getattr(self.app, "clock", time.monotonic)  # the app's clock: ages agree
+                    self.post(m.GpuSampled(host, gpus, clock()))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                pass
+            await asyncio.sleep(next(delays, RECONNECT_S[-1]))
+
+    def list_runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
+        """`runs_dir`: a profile's own (its launches go there), else hosts.yaml's or the per-user default."""
+        label = target.label if target else "bare host"
+        self._worker(self._runs(host, target, runs_dir), "runs", f"runs:{host}:{label}", exclusive=False)
+
+    async def _runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
+        label = target.label if target else "bare host"
+        try:
+            runs = await self.backend.runs(host, target, runs_dir)
+        except Exception as exc:
+            self.post(m.RunsListed(host, label, [], str(exc)))
+            return
+        self.post(m.RunsListed(host, label, runs))
+
+    # runs ----------------------------------------------------------------------------------------------
+    def launch(self, profile: Any, predicted: dict[str, Any] | None) -> None:
+        self._worker(self._launch(profile, predicted), "launch", "launch")
+
+    async def _launch(self, profile: Any, predicted: dict[str, Any] | None) -> None:
+        try:
+            runs = await self.backend.launch(profile)
+        except Exception as exc:
+            self.post(m.ServiceError("launch", str(exc)))
+            return
+        self.post(m.RunStarted(runs, predicted))
+
+    def follow(self, session: RunSession) -> None:
+        """Tail every node of `session` into it; following it again restarts its tails from the start."""
+        self.unfollow(session.key)
+        for rank in session.nodes:
+            self.follow_node(session, rank)
+
+    def follow_node(self, session: RunSession, rank: int) -> None:
+        worker = self._worker(
+            Follower(self.backend, session, rank).run(), "tail", f"tail:{session.key}:{rank}"
+        )
+        self._tails.setdefault(session.key, []).append(worker)
+
+    def unfollow(self, key: str) -> None:
+        for worker in self._tails.pop(key, []):
+            worker.cancel()
+
+    def stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None = None) -> None:
+        """Stop every node of a run, the workers first and node 0 last (SGLang's own teardown order),
+        wait until their GPUs are free, then optionally launch again."""
+        key = runs[0].run_id
+        self._worker(self._stop(runs, then_launch), "stop", f"stop:{key}", exclusive=True)
+
+    async def _stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
+        key = runs[0].run_id
+        self.post(m.StopProgress(key, f"stopping {key} (TERM, then KILL after the grace period)"))
+        workers = [r for r in runs if (r.node_rank or 0) != 0]
+        heads = [r for r in runs if (r.node_rank or 0) == 0]
+        try:
+            if workers:
+                await asyncio.gather(*(self.backend.stop(r) for r in workers))
+            for run in heads:
+                await self.backend.stop(run)
+            for run in runs:
+                async for line in self.backend.wait_gpus_free(run, timeout=120.0):
+                    self.post(m.StopProgress(key, line))
+        except TimeoutError:
+            self.post(m.StopProgress(key, "the GPUs were not freed in time: see the holders", True, False))
+            return
+        except Exception as exc:
+            self.post(m.StopProgress(key, f"stop failed: {exc}", True, False))
+            return
+        self.post(m.StopProgress(key, f"{key} stopped; its GPUs are free", True, True))
+        if then_launch is not None:
+            await self._launch(*then_launch)
+
+    # fit -----------------------------------------------------------------------------------------------
+    def compute_fit(
+        self, compute: Callable[[], dict[str, Any]], generation: int, post: Callable[[Message], Any]
+    ) -> None:
+        def work() -> None:
+            try:
+                report = compute()
+            except Exception as exc:
+                post(m.FitComputed(None, str(exc), generation))  # post_message is thread-safe
+                return
+            post(m.FitComputed(report, "", generation))
+
+        self.app.run_worker(work, group="fit", name="fit", thread=True, exclusive=True, exit_on_error=False)
