@@ -161,7 +161,17 @@ async def test_discovery_finds_pct_and_docker_containers_with_their_gpus(
     assert found[2].image == "img:1" and found[2].all_gpus
 
 
-async def test_a_host_without_pct_or_docker_has_no_containers(conn: Connection) -> None:
+async def test_a_host_without_pct_or_docker_has_no_containers(
+    conn: Connection, sim_server: SimSSHServer, tmp_path: Path
+) -> None:
+    """This machine may have a docker CLI (and no daemon): the host here gets every system tool but those."""
+    bare = tmp_path / "bare-bin"
+    bare.mkdir()
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for tool in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else ():
+            if not tool.name.startswith(("docker", "pct")) and not (bare / tool.name).exists():
+                (bare / tool.name).symlink_to(tool)
+    sim_server.env["PATH"] = str(bare)
     assert await discover(conn) == []
 
 
