@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -51,14 +52,19 @@ class ConfirmScreen(ModalScreen[bool]):
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
         if self.preview is not None:
-            self.run_worker(self._show_preview(self.preview), group="confirm-preview", exclusive=True)
+            self.run_worker(
+                self._show_preview(self.preview), group="confirm-preview", exclusive=True, exit_on_error=False
+            )
 
     async def _show_preview(self, preview: Callable[[], Awaitable[str]]) -> None:
         try:
             text = await preview()
         except Exception as exc:  # shown in the dialog: the question can still be answered (or declined)
             text = f"could not read what this will hit: {exc}"
-        self.query_one("#confirm-preview", Static).update(Text(text))
+        try:
+            self.query_one("#confirm-preview", Static).update(Text(text))
+        except NoMatches:  # answered before the target did: the dialog is gone
+            pass
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
