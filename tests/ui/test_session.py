@@ -150,3 +150,16 @@ def test_ages_read_like_a_clock() -> None:
 
 def dataclass_run(run_id: str, state: str) -> Any:
     return RunView(run_id, "pve", "lxc 129", "p", state)
+
+
+def test_a_stall_is_announced_and_progress_afterwards_clears_it() -> None:
+    s, posted = session()
+    s.feed(0, ready_log()[:3], 1)
+    s.stalled(0, "no progress in loading weights for 600 s")
+    assert s.state == "stalled"
+    assert [(p.outcome, p.detail) for p in posted if isinstance(p, m.RunOutcome)][-1] == (
+        "stalled",
+        "no progress in loading weights for 600 s",
+    )
+    s.feed(0, ready_log()[3:5], 2)  # the classifier saw progress: its stall is cleared
+    assert s.state == "starting"

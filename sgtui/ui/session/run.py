@@ -162,6 +162,10 @@ class RunSession:
             node.timeline = tracker.timeline()
             self.milestones_at_log_times(tracker)
             self.post(m.StartupChanged(self.key, rank))
+        if node.outcome == "stalled" and getattr(tracker.state, "stall", None) is None:
+            node.outcome = "starting"  # progress again: a stall is not a failure until someone decides
+            if not any(n.outcome in ("stalled", "failed") for n in self.nodes.values()):
+                self.set_state("starting")
         outcome = tracker.outcome
         if rank > 0 and outcome == "starting" and any(k in tracker.state.milestones for k in WORKER_DONE):
             outcome = "ready"  # a worker node never serves HTTP: its schedulers finishing is its last word
@@ -216,7 +220,7 @@ class RunSession:
 
     def _node_outcome(self, node: NodeStream, outcome: str, detail: str = "") -> None:
         at = None
-        if outcome == "failed":
+        if outcome in ("failed", "stalled"):  # a stall has its own diagnosis: the phase and what to check
             self.diagnoses = node.tracker.diagnoses()
             error = node.tracker.state.error
             if error is not None and error.time:
