@@ -66,6 +66,7 @@ WELCOME_KEYS = (
     "  ?  every key",
 )
 FLEET_TICK_S = 1.0  # ages in the fleet view and status line
+RUNS_REFRESH_S = 30.0
 
 
 def stale_text(value: str, age: float | None) -> Text:
@@ -289,9 +290,16 @@ class SgtuiApp(Routing, App[None]):
         self.set_interval(FLEET_TICK_S, self._tick)
 
     def _tick(self) -> None:
-        """Ages move: the fleet rows, the status line and the GPU panel say how old their values are."""
+        """Ages move: the fleet rows, the status line and the GPU panel say how old their values are;
+        every RUNS_REFRESH_S a connected host's runs are listed again (runs started or ended by someone
+        else show up in the fleet and runs views)."""
         if not self.is_running:
             return
+        for name, host_model in self.fleet.hosts.items():
+            runs_age = host_model.ages.age("runs")
+            if host_model.state == "connected" and runs_age is not None and runs_age > RUNS_REFRESH_S:
+                host_model.ages.touch("runs")  # once per period, answered or not
+                self.relist_all(name)
         self.fleet_pane.refresh_fleet()
         self.draw_status()
         host = self.fleet.host(self.gpu_host) if self.gpu_host else None

@@ -118,6 +118,15 @@ class Routing(Base):
         else:
             self.controller.list_runs(host, None)
 
+    def relist_all(self, host: str) -> None:
+        """Every target of `host`: the bare host, its running containers, the deployment's target."""
+        self.controller.list_runs(host, None)
+        for c in self.fleet.host(host).containers:
+            if c.kind != "host" and c.status == "running":
+                self.controller.list_runs(host, c)
+        if host == self.deployment.host and self.deployment.target is not None:
+            self.relist(host)
+
     def on_containers_found(self, message: m.ContainersFound) -> None:
         if not self.is_running:
             return

@@ -139,3 +139,26 @@ async def test_a_multi_node_run_has_one_timeline_per_node_and_a_log_with_a_node_
         assert session.log_rank == 1 and app.query_one(LogView).line_count == 3
         await pilot.press("v")
         assert session.log_rank is None and app.query_one(LogView).line_count == total
+
+
+async def test_connected_hosts_list_their_runs_again_every_period(profile: Profile) -> None:
+    now = [1000.0]
+    backend = FakeBackend()
+    asked: list[str] = []
+    listed = backend.runs
+
+    async def runs(host: str, target: Any, runs_dir: str | None = None) -> list[RunView]:
+        asked.append(host)
+        return await listed(host, target, runs_dir)
+
+    backend.runs = runs  # type: ignore[method-assign]
+    app = SgtuiApp(backend, profile, theme="textual-dark", clock=lambda: now[0])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(
+            pilot, lambda: app.fleet.host("pve").ages.seen("runs") is not None, what="first listing"
+        )
+        await pilot.pause(1.5)
+        before = len(asked)
+        assert before and all(h == "pve" for h in asked)  # gpu2 never connected: never asked
+        now[0] += 31
+        await wait_for(pilot, lambda: len(asked) > before, 5, "the periodic listing")
