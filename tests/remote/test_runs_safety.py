@@ -101,15 +101,17 @@ async def test_the_default_runs_dir_is_the_target_users_xdg_state_dir(
     ]:
         server = await SimSSHServer(env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", **env}).start()
         conn = pinned_connection(server, tmp_path)
+        mgr = RunManager(conn, Target())
+        run = None
         try:
-            mgr = RunManager(conn, Target())
             assert mgr.runs_dir is None
             run = await mgr.launch([str(server_script)])
             assert Path(run.run_dir).parent == expected and mgr.runs_dir == str(expected)
             assert _mode(expected) == 0o700
             assert run.id in [r.id for r in await RunManager(conn, Target()).list_runs()]
-            await mgr.stop(run, grace=1)
         finally:
+            if run is not None:  # a failed assertion must not leave the server running
+                await mgr.stop(run, grace=1)
             await conn.close()
             await server.close()
 
