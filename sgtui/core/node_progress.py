@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from sgtui.core.logs import MILESTONE_KINDS, LogEvent
 from sgtui.core.logs import PHASE_LABELS as _LABELS
+from sgtui.core.logs.state import MILESTONE_PHASE
 
 # Milestones only node 0 prints (it alone runs the tokenizer and HTTP server): never "missing" elsewhere.
 HEAD_ONLY = frozenset({"uvicorn_running", "ready"})
@@ -38,20 +39,6 @@ _WAITING_FOR = {
 }
 
 
-# The phase a node is in once it printed this milestone (and nothing later).
-_AFTER = {
-    "server_args": "starting",
-    "init_torch_distributed": "distributed_init",
-    "load_weight_begin": "loading_weights",
-    "load_weight_end": "allocating_pools",
-    "mamba_cache_allocated": "allocating_pools",
-    "swa_pool": "allocating_pools",
-    "kv_cache_allocated": "allocating_pools",
-    "memory_pool_end": "allocating_pools",
-    "cuda_graph_begin": "capturing_graphs",
-    "cuda_graph_end": "capturing_graphs",
-    "max_total_num_tokens": "serving",
-}
 
 
 def tp_tags(rank: int, nnodes: int, tp_size: int) -> list[str]:
@@ -164,7 +151,7 @@ class CrossNode:
         for kind in MILESTONE_KINDS:
             if kind not in HEAD_ONLY and all(n.has(kind) for n in self.nodes):
                 last = kind
-        return "starting" if last is None else _AFTER.get(last, "serving")
+        return "starting" if last is None else MILESTONE_PHASE.get(last, "serving")
 
     def check(self, now: float) -> CrossStall | None:
         """A stall once no node moved for `stall_after` seconds; None before that (or without a limit)."""
