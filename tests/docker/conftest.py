@@ -162,6 +162,7 @@ def rig(images: Images, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     install(SCENARIOS["proxmox-a6000"], state_dir, speed=SPEED)
     host_bin = state_dir / "bin"
     (host_bin / "pct").unlink()  # a Docker host, not a Proxmox one
+    (host_bin / "docker").unlink()  # and its docker is the real one, not the sim's container-less stand-in
     monkeypatch.setenv("PATH", f"{host_bin}:{os.environ['PATH']}")
     monkeypatch.setenv("SGTUI_CONFIG_DIR", str(tmp_path / "config"))
     r = DockerRig(tmp_path, images, state_dir, host_bin)
