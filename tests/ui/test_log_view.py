@@ -125,6 +125,31 @@ async def test_any_move_up_pauses_and_end_resumes() -> None:
         assert not view.following
 
 
+async def test_the_cursor_underline_moves_with_the_cursor_and_leaves_no_trace() -> None:
+    """A cursor move redraws only the two lines it touches (their cached rows are dropped, the rest kept)."""
+    app = PaneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(LogView)
+        view.append(f"line {n}" for n in range(200))
+        await pilot.pause()
+
+        def underlined() -> list[str]:
+            rows = [view.render_line(y) for y in range(view.scrollable_content_region.height)]
+            return [
+                row.text.rstrip()
+                for row in rows
+                if any(seg.style is not None and seg.style.underline for seg in row if seg.text.strip())
+            ]
+
+        assert underlined() == []
+        await pilot.press("up")  # pauses, the cursor one above the last line
+        assert underlined() == ["line 198"]
+        await pilot.press("up", "up")
+        assert underlined() == ["line 196"]
+        await pilot.press("end")  # following again: no cursor
+        assert underlined() == []
+
+
 async def test_paused_lines_stay_put_while_old_ones_drop_off() -> None:
     app = PaneApp(max_lines=100)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -143,12 +143,13 @@ class LogView(ScrollView, can_focus=True):
         if follow == self.following:
             return
         self.following = follow
+        before = self.cursor
         if follow:
             self.cursor = None
             self._to_end()
         elif self.cursor is None:
             self.cursor = self._last_visible_line()
-        self._cache.clear()
+        self._forget_lines(before, self.cursor)
         self.refresh()
         self.post_message(self.Changed())
 
@@ -184,6 +185,7 @@ class LogView(ScrollView, can_focus=True):
         if not store.view_count:
             return
         i = max(0, min(i, store.view_count - 1))
+        before = self.cursor
         self.cursor = store.view_line_number(i)
         top, rows = store.row_of(i), store.rows_of(i)
         height = self.scrollable_content_region.height
@@ -191,9 +193,18 @@ class LogView(ScrollView, can_focus=True):
             self.scroll_to(y=top, animate=False, immediate=True)
         elif top + rows > self.scroll_y + height:
             self.scroll_to(y=top + rows - height, animate=False, immediate=True)
-        self._cache.clear()
+        self._forget_lines(before, self.cursor)
         self.refresh()
         self.post_message(self.Changed())
+
+    def _forget_lines(self, *numbers: int | None) -> None:
+        """Drop the cached rows of these lines only (the cursor's style moved between them): a key press
+        while a flood streams redraws two lines, not every row on screen."""
+        gone = {n for n in numbers if n is not None}
+        if gone:
+            kept = self._cache.keys()
+            for key in [key for key in kept if key[0] in gone]:
+                self._cache.discard(key)
 
     def action_cursor(self, delta: int) -> None:
         if self.following:
