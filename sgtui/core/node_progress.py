@@ -39,8 +39,6 @@ _WAITING_FOR = {
 }
 
 
-
-
 def tp_tags(rank: int, nnodes: int, tp_size: int) -> list[str]:
     """The rank tags node `rank` prints (SGLang: TP ranks node_rank*tp/nnodes ...; none when tp is 1)."""
     per = max(tp_size // max(nnodes, 1), 1)

@@ -115,7 +115,7 @@ def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuVi
 
 
 def key_entry(exc: HostKeyError) -> str:
-    """"<file> line N" for the recorded key that differs ("" when sgtui cannot tell)."""
+    """Where the recorded key that differs is: "<file> line N" ("" when sgtui cannot tell)."""
     from sgtui.core.known_hosts import recorded_line
 
     path = exc.recorded_in

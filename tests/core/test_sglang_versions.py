@@ -7,8 +7,20 @@ from sgtui.core.sglang.versions import parse_version
 
 
 def test_releases_sort_as_pep440_with_dev_builds_before_their_release() -> None:
-    ordered = ["0.0.0.dev0", "0.4.3", "0.4.3.post2", "0.5.10", "0.5.10.post1", "0.5.11rc0", "0.5.11rc2",
-               "0.5.11", "0.5.23", "0.5.24.dev3+gabc123", "0.5.24rc0", "0.5.24"]
+    ordered = [
+        "0.0.0.dev0",
+        "0.4.3",
+        "0.4.3.post2",
+        "0.5.10",
+        "0.5.10.post1",
+        "0.5.11rc0",
+        "0.5.11rc2",
+        "0.5.11",
+        "0.5.23",
+        "0.5.24.dev3+gabc123",
+        "0.5.24rc0",
+        "0.5.24",
+    ]
     assert sorted(reversed(ordered), key=parse_version) == ordered
 
 

@@ -181,6 +181,20 @@ async def test_the_form_knows_when_its_edits_are_unsaved() -> None:
         assert not app.widget.dirty
 
 
+async def test_hints_arriving_for_a_form_already_replaced_are_dropped_not_a_crash() -> None:
+    """A fit result can land after a version change removed its form; the new form's own fit brings hints."""
+    from sgtui.ui.widgets.launch_form import LaunchForm
+
+    full = form()
+    app = One(LaunchForm(full.catalogue, {"--model-path": "/models/qwen"}, id="form"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        stale = app.widget
+        await stale.remove()
+        await pilot.pause()
+        await stale.set_hints({"--mem-fraction-static": ("lower it", 0.8)})  # a field it would have to add
+        assert stale.field("--mem-fraction-static") is None
+
+
 def test_a_lost_host_keeps_its_last_gpu_row_greyed() -> None:
     from sgtui.ui.panes.hosts import gpu_text, host_label
     from sgtui.ui.session import FleetState

@@ -50,6 +50,7 @@ NCCL_GIB = 0.25
 # 0.93 GiB of graphs, 2.09 GiB left after the pools, against a 3.7 GiB estimate), so half is the line.
 TIGHT_SHARE = 0.5
 
+
 def fit(
     spec: LaunchSpec,
     model: ModelFacts,

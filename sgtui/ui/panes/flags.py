@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ class FlagsPane(Horizontal):
         self.controller = controller
         self.fit_function = fit_function
         self._fit_timer: Timer | None = None
+        self._rebuilding = asyncio.Lock()
         self.fit_error = ""  # why the fit panel shows no verdict ("fix the flags first: ...")
 
     def compose(self) -> ComposeResult:
@@ -76,12 +78,13 @@ class FlagsPane(Horizontal):
     async def rebuild(self, keep_edits: bool = True) -> None:
         """A new form for the deployment's version; `keep_edits` carries the typed values over (a version
         change), otherwise the profile's own values show (a profile was opened)."""
-        if self.form.catalogue is self.deployment.catalogue:
-            return  # already showing these flags (a version and then its table can both ask)
-        if keep_edits:
-            self.deployment.keep_values(self.form.values())
-        await self.form.remove()
-        await self.mount(self._new_form(), before="#fit-scroll")
+        async with self._rebuilding:  # one at a time: two interleaved would leave two forms
+            if not self.is_attached or self.form.catalogue is self.deployment.catalogue:
+                return  # shutting down, or already showing these flags (a version and its table both ask)
+            if keep_edits:
+                self.deployment.keep_values(self.form.values())
+            await self.form.remove()
+            await self.mount(self._new_form(), before="#fit-scroll")
 
     # the fit -------------------------------------------------------------------------------------------
     @on(LaunchForm.Edited)
@@ -133,9 +136,10 @@ class FlagsPane(Horizontal):
             return
         d.fit_report = message.report
         self._show_fit(message.report, message.error)
-        forms = self.query(LaunchForm)
-        if forms:  # else the form is being rebuilt for another version; its own fit follows
-            await forms.first().set_hints(hints_from_report(message.report))
+        # a form being removed or not yet attached (rebuilt for another version) gets its own fit later
+        forms = [f for f in self.query(LaunchForm) if f.is_attached]
+        if forms:
+            await forms[0].set_hints(hints_from_report(message.report))
 
     def prediction(self) -> dict[str, Any] | None:
         """The fit for exactly the flags being launched (the debounced panel may lag a fresh edit)."""

@@ -25,7 +25,7 @@ NAVIGATION = (
     ("ctrl+y", "apply the fit's suggestion under a flag"),
 )
 LOG_KEYS = (
-    ("↑ pgup home, wheel", "pause following (the status says \"paused: End follows\")"),
+    ("↑ pgup home, wheel", 'pause following (the status says "paused: End follows")'),
     ("end", "follow the end again"),
     ("/", "search: a regex (or the literal text), showing only matching lines"),
     ("n  N", "next / previous match"),

@@ -333,6 +333,8 @@ class LaunchForm(VerticalScroll):
     async def set_hints(self, hints: dict[str, tuple[str, Any]]) -> None:
         """Show each warning under its flag; a flag the form lacks gets an empty field to carry it."""
         for flag, (_message, suggested) in hints.items():
+            if not self.is_attached:  # replaced meanwhile (another version's form): its own fit brings hints
+                return
             if flag not in self._fields and flag in self.catalogue and suggested is not None:
                 fld = FlagField(self.catalogue[flag], None, self.parser)
                 self._fields[flag] = fld
