@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from sgtui.core.profiles import Profile, load_profile
@@ -31,11 +32,21 @@ def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def wait_for(
     pilot: Pilot[Any], condition: Callable[[], Any], timeout: float = 10.0, what: str = ""
 ) -> None:
-    """Let the app run until `condition()` is true; fail with `what` when it never becomes true."""
+    """Let the app run until `condition()` is true; fail with `what` when it never becomes true.
+
+    A widget the condition queries may be absent for a moment (a form or pane being replaced): that is
+    "not yet", and the last such miss is named if the wait times out."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    missed: NoMatches | None = None
+    while True:
+        try:
+            if condition():
+                return
+        except NoMatches as exc:
+            missed = exc
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
+            why = f" ({missed})" if missed else ""
+            raise AssertionError(f"timed out waiting for {what or condition}{why}")
         await pilot.pause(0.02)
 
 

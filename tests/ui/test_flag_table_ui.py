@@ -32,8 +32,10 @@ async def test_the_form_validation_and_launch_follow_the_targets_table(profile: 
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.flag_table is not None, what="the target's table")
         assert app.sub_title.endswith("flags from the target (0.5.9)")
-        await wait_for(pilot, lambda: "--target-only-knob" in app.query_one(LaunchForm).catalogue)
-        form = app.query_one(LaunchForm)
+        # app.form is the form in use: the one for the target's table once it is mounted whole
+        await wait_for(pilot, lambda: "--target-only-knob" in app.form.catalogue, what="the rebuilt form")
+        form = app.form
+        assert form.is_mounted and app.query_one(LaunchForm) is form
         assert (
             form.catalogue["--target-only-knob"].known
             and form.catalogue["--target-only-knob"].help == "only here"

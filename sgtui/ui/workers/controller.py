@@ -95,21 +95,21 @@ class Controller:
                 table, problem = await self.backend.flag_table(host, target, python, version)
             except Exception as exc:  # the backend already falls back; this is a bug guard, shown as one line
                 table, problem = None, f"could not read the target's flag table: {exc}"
-            self.post(m.FlagTableRead(host, table, problem))
+            self.post(m.FlagTableRead(host, table, problem, label))
 
     def model_config(self, host: str, target: ContainerView | None, model: str) -> None:
         self._worker(self._model(host, target, model), "discover", f"model:{host}")
 
     async def _model(self, host: str, target: ContainerView | None, model: str) -> None:
+        label = target.label if target else "bare host"
         try:
             got = await self.backend.model_config(host, target, model)
         except Exception as exc:
-            self.post(
-                m.ModelConfigRead(host, model, None, f"no fit: cannot read {model}/config.json there ({exc})")
-            )
+            error = f"no fit: cannot read {model}/config.json there ({exc})"
+            self.post(m.ModelConfigRead(host, model, None, error, label))
             return
         if got is not None:
-            self.post(m.ModelConfigRead(host, model, got))
+            self.post(m.ModelConfigRead(host, model, got, target=label))
 
     async def _gpus(self, host: str) -> None:
         """Samples until the app exits; a lost connection pauses it and it resumes on its own."""
