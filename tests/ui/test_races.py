@@ -4,6 +4,7 @@ one (on a loaded machine these orders happen; here they are forced)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -88,3 +89,28 @@ async def test_a_model_config_for_a_model_no_longer_named_is_dropped(profile: Pr
         await pilot.pause()
         await pilot.pause()
         assert app.fit_inputs.weight_bytes == 55_600_000_000
+
+
+async def test_stopping_another_run_does_not_cancel_a_stop_under_way(profile: Profile) -> None:
+    """Each run's stop is exclusive only with a stop of the same run (they shared one group before)."""
+    from sgtui.ui.views import RunView
+
+    gate = asyncio.Event()
+
+    class SlowGpus(FakeBackend):
+        async def wait_gpus_free(self, run: RunView, timeout: float) -> Any:
+            await gate.wait()  # the first run's GPUs take a while to be freed
+            yield "free"
+
+    backend = SlowGpus()
+    app = SgtuiApp(backend, profile, theme="textual-dark")
+    a = RunView("run-a", "pve", "lxc 129", "qwen", "running", "/l/a.log", gpus=(0,))
+    b = RunView("run-b", "pve", "lxc 129", "qwen", "running", "/l/b.log", gpus=(1,))
+    async with app.run_test(size=SIZE) as pilot:
+        app.controller.stop([a])
+        await wait_for(pilot, lambda: backend.stopped == ["run-a"], what="run-a signalled")
+        app.controller.stop([b])
+        await wait_for(pilot, lambda: backend.stopped == ["run-a", "run-b"], what="run-b signalled")
+        gate.set()
+        done = [f"{k} stopped; its GPUs are free" for k in ("run-a", "run-b")]
+        await wait_for(pilot, lambda: all(any(d in n.message for n in app._notifications) for d in done))

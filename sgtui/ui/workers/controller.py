@@ -2,7 +2,7 @@
 
 Workers never touch widgets. Groups: "connect" (one per host, at most CONNECT_PARALLEL connecting at
 once), "gpu" (one sampler per host), "discover", "runs", "tail" (one per node of each followed run),
-"launch", "stop", "fit" (exclusive, thread).
+"launch", "stop:<run>" (exclusive per run), "fit" (exclusive, thread).
 """
 
 from __future__ import annotations
@@ -172,7 +172,9 @@ class Controller:
         """Stop every node of a run, the workers first and node 0 last (SGLang's own teardown order),
         wait until their GPUs are free, then optionally launch again."""
         key = runs[0].run_id
-        self._worker(self._stop(runs, then_launch), "stop", f"stop:{key}", exclusive=True)
+        # exclusive per run: a second stop of the same run replaces the first; another run's stop (a GPU
+        # holder stopped while this one waits) must not cancel this one halfway
+        self._worker(self._stop(runs, then_launch), f"stop:{key}", f"stop:{key}", exclusive=True)
 
     async def _stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
         key = runs[0].run_id
