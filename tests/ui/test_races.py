@@ -114,3 +114,36 @@ async def test_stopping_another_run_does_not_cancel_a_stop_under_way(profile: Pr
         gate.set()
         done = [f"{k} stopped; its GPUs are free" for k in ("run-a", "run-b")]
         await wait_for(pilot, lambda: all(any(d in n.message for n in app._notifications) for d in done))
+
+
+async def test_an_older_runs_listing_answered_late_does_not_overwrite_a_newer_one(profile: Profile) -> None:
+    """Listings of one target overlap (a relist after each outcome, the periodic one); the newest asked
+    for wins even when an older one is answered after it."""
+    from sgtui.ui.views import RunView
+
+    running = RunView("run-a", "pve", "bare host", "qwen", "running", "/l/a.log")
+    ended = RunView("run-a", "pve", "bare host", "qwen", "exited", "/l/a.log")
+    first_gate = asyncio.Event()
+    answers = iter([(first_gate, [running]), (None, [ended])])
+
+    class Overlapping(FakeBackend):
+        async def runs(self, host: str, target: Any, runs_dir: str | None = None) -> list[RunView]:
+            if host != "gpu2":
+                return []
+            gate, listing = next(answers)
+            if gate is not None:
+                await gate.wait()
+            return listing
+
+    app = SgtuiApp(Overlapping(states=[("connecting", "")]), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        app.fleet.host("gpu2")  # known to the fleet from the fake's hosts
+        app.controller.list_runs("gpu2", None)  # asked first, answered last
+        app.controller.list_runs("gpu2", None)
+        states = lambda: [r.state for r in app.fleet.host("gpu2").runs]  # noqa: E731
+        await wait_for(pilot, lambda: states() == ["exited"], what="the newer listing")
+        first_gate.set()
+        listings = [w for w in app.workers if w.name == "runs:gpu2:bare host"]
+        await wait_for(pilot, lambda: all(w.is_finished for w in listings), what="the older listing done")
+        await pilot.pause()  # what it posted (if anything) is handled
+        assert states() == ["exited"]

@@ -32,6 +32,8 @@ class Controller:
         self.backend = backend
         self._connecting = asyncio.Semaphore(CONNECT_PARALLEL)
         self._tails: dict[str, list[Worker[Any]]] = {}
+        self._listing = 0  # numbers each runs listing asked for
+        self._listed: dict[tuple[str, str], int] = {}  # per host and target: the newest listing posted
 
     def post(self, message: Message) -> None:
         self.app.post_message(message)
@@ -129,16 +131,22 @@ class Controller:
     def list_runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
         """`runs_dir`: a profile's own (its launches go there), else hosts.yaml's or the per-user default."""
         label = target.label if target else "bare host"
-        self._worker(self._runs(host, target, runs_dir), "runs", f"runs:{host}:{label}", exclusive=False)
+        self._listing += 1
+        work = self._runs(host, target, runs_dir, self._listing)
+        self._worker(work, "runs", f"runs:{host}:{label}", exclusive=False)
 
-    async def _runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
+    async def _runs(self, host: str, target: ContainerView | None, runs_dir: str | None, seq: int) -> None:
         label = target.label if target else "bare host"
         try:
             runs = await self.backend.runs(host, target, runs_dir)
         except Exception as exc:
-            self.post(m.RunsListed(host, label, [], str(exc)))
-            return
-        self.post(m.RunsListed(host, label, runs))
+            message = m.RunsListed(host, label, [], str(exc))
+        else:
+            message = m.RunsListed(host, label, runs)
+        if seq < self._listed.get((host, label), 0):
+            return  # a listing asked for later already answered: this older view must not overwrite it
+        self._listed[(host, label)] = seq
+        self.post(message)
 
     # runs ----------------------------------------------------------------------------------------------
     def launch(self, profile: Any, predicted: dict[str, Any] | None) -> None:
