@@ -116,15 +116,6 @@ async def test_the_default_runs_dir_is_the_target_users_xdg_state_dir(
             await server.close()
 
 
-@pytest.fixture
-def victim() -> Iterator[subprocess.Popen[bytes]]:
-    """Someone else's session leader: the process a planted record points at."""
-    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
 def _plant(runs: Path, name: str, pid: int, start: int | None) -> Path:
     """A record exactly as a launch writes it, pointing at `pid` (start time and boot id read from /proc)."""
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -415,7 +406,11 @@ async def instant_exit_is_ours(mgr: RunManager, script: Path, victim: subprocess
     assert status.state is RunState.EXITED and status.rc in (126, 127)
     assert f"{script}: " in Path(run.log_path).read_text()  # the shell's own words on why it failed
     assert sorted(p.name for p in Path(run.run_dir).iterdir()) == [
-        "command.json", "env", "run.json", "server.log", "server.log.rc"
+        "command.json",
+        "env",
+        "run.json",
+        "server.log",
+        "server.log.rc",
     ]
     assert "start: null" in (listed[planted.name].foreign or "")
     assert (await mgr.status(listed[planted.name])).state is RunState.FOREIGN

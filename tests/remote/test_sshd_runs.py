@@ -17,7 +17,7 @@ from tests.sshd import SshdServer
 
 from .conftest import sshd_connection
 from .test_runs import SERVER
-from .test_runs_safety import instant_exit_is_ours, missing_interpreter, slow_to_look, victim  # noqa: F401
+from .test_runs_safety import instant_exit_is_ours, missing_interpreter, slow_to_look
 
 pytestmark = pytest.mark.sshd
 
