@@ -333,7 +333,7 @@ class MultiWatch:
         """Every node waits in distributed init: ask node 0's store who is connected, and name the nodes
         with fewer connections than ranks."""
         from sgtui.core.node_progress import Lagging, attribute_peers
-        from sgtui.core.profile_nodes import parse_address
+        from sgtui.core.profiles.nodes import parse_address
         from sgtui.remote.multinode import node_addresses, store_peers
 
         parsed = parse_address(self.addr)
