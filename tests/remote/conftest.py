@@ -117,9 +117,6 @@ async def sshd_conn(sshd: SshdServer, tmp_path: Path) -> AsyncIterator[Connectio
 
 
 @pytest.fixture
-def victim() -> Iterator[subprocess.Popen[bytes]]:
+def victim(session_leader: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
     """Someone else's session leader: the process a planted record points at."""
-    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    yield proc
-    proc.kill()
-    proc.wait()
+    return session_leader
