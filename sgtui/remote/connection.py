@@ -180,6 +180,12 @@ class Connection(Channels):
             self._emit(ConnState.UNREACHABLE, str(unreachable))
             raise unreachable from None
         self._secrets.update(client.answers)
+        if conn.is_closed():
+            # lost between the handshake and here: its connection_lost came while no connection was
+            # current, so it scheduled no reconnect; keeping it would leave a dead connection marked up
+            lost = UnreachableError(f"{self.host.name}: the connection was lost as soon as it opened")
+            self._emit(ConnState.UNREACHABLE, str(lost))
+            raise lost
         self._conn = conn
         self._emit(ConnState.UP, f"connected to {self.host.hostname}:{self.host.port}")
         return conn
