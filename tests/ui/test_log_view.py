@@ -217,6 +217,38 @@ async def test_w_wraps_long_lines() -> None:
         assert not view.wrap
 
 
+async def test_wrapped_rows_fit_the_width_a_scrollbar_leaves() -> None:
+    """Wrapping makes more rows than fit, so a vertical scrollbar appears and the text is two columns
+    narrower, with no Resize event. The rows wrap at the width on screen: no character is cut off."""
+    app = PaneApp()
+    async with app.run_test(size=(48, 12)) as pilot:
+        view = app.query_one(LogView)
+        lines = [f"{n:02d} " + "abcdefghij" * 6 for n in range(6)]  # 63 columns, 6 rows: no vertical bar
+        view.append(lines)
+        await pilot.pause()
+        assert not view.show_vertical_scrollbar
+        await pilot.press("w")
+        await pilot.pause()
+        assert view.show_vertical_scrollbar  # 12 wrapped rows in 11
+        assert view.store.wrap_width == view.scrollable_content_region.width
+        assert "".join(visible(view)[1:]) == "".join(lines[1:])  # the first row on screen: line 0's tail
+
+
+async def test_following_ends_on_the_last_row_once_new_lines_bring_scrollbars() -> None:
+    """Lines that overflow the view make Textual show its scrollbars in the next layout pass (a row
+    shorter, with no Resize event); the end comes from that final geometry, so the last line shows."""
+    app = PaneApp()
+    async with app.run_test(size=(48, 12)) as pilot:
+        view = app.query_one(LogView)
+        view.append(["first"])
+        await pilot.pause()
+        view.append([*(f"line {n}" for n in range(20)), "x" * 100, "the last line"])
+        await pilot.pause()
+        assert view.show_vertical_scrollbar and view.show_horizontal_scrollbar
+        assert view.following and view.scroll_y == view.max_scroll_y
+        assert visible(view)[-1] == "the last line"
+
+
 async def test_enter_opens_the_line_whole_and_a_traceback_with_its_exception() -> None:
     app = PaneApp()
     async with app.run_test(size=(80, 24)) as pilot:
