@@ -271,6 +271,17 @@ async def test_enter_opens_the_line_whole_and_a_traceback_with_its_exception() -
         assert not isinstance(app.screen, LineScreen)
 
 
+def test_a_narrow_status_keeps_the_match_position() -> None:
+    """At 80 columns the log column has 46 for its status: the count drops "lines", not "at N"."""
+    view = LogView()
+    view.store.append([f"INFO {n}" for n in range(15_000)] + ["ERROR a", "ERROR b"])
+    view.store.set_search("ERROR")
+    view.following, view.cursor = False, view.store.match_lines[0]
+    assert "2 of 15,002 lines match, at 1" in status_text(view, width=120).plain
+    narrow = status_text(view, width=46).plain
+    assert narrow == "paused: End follows · 2 of 15,002 match, at 1" and len(narrow) <= 46
+
+
 def test_the_status_holds_brackets_as_text() -> None:
     view = LogView()
     view.store.append(["x"])
