@@ -242,10 +242,15 @@ async def test_following_ends_on_the_last_row_once_new_lines_bring_scrollbars() 
         view = app.query_one(LogView)
         view.append(["first"])
         await pilot.pause()
-        view.append([*(f"line {n}" for n in range(20)), "x" * 100, "the last line"])
+        view.append([f"line {n}" for n in range(20)])
         await pilot.pause()
-        assert view.show_vertical_scrollbar and view.show_horizontal_scrollbar
-        assert view.following and view.scroll_y == view.max_scroll_y
+        assert view.show_vertical_scrollbar and view.scroll_y == view.max_scroll_y == 10
+        assert view.vertical_scrollbar.position == view.scroll_y  # the thumb is drawn at the end too
+        view.append(["x" * 100, "the last line"])
+        await pilot.pause()
+        assert view.show_horizontal_scrollbar
+        assert view.following and view.scroll_y == view.max_scroll_y == 13
+        assert view.vertical_scrollbar.position == view.scroll_y
         assert visible(view)[-1] == "the last line"
 
 

@@ -123,9 +123,8 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
 
     def _to_end(self) -> None:
-        """To the last row with the geometry known now. New lines can change that geometry (a scrollbar
-        appears, so the view is a row shorter) only in the next layout pass, which ends the view again
-        (`_size_updated`) before the frame is drawn."""
+        """To the last row with the geometry known now; a layout pass that changes it (a scrollbar shows:
+        a row fewer) ends the view again in `_size_updated`, before the frame is drawn."""
         self._scroll_y_to(self.max_scroll_y)
 
     def _scroll_y_to(self, y: float) -> None:
@@ -134,8 +133,7 @@ class LogView(ScrollView, can_focus=True):
         self.scroll_to(y=y, animate=False, immediate=True, force=True)
 
     def _view_height(self) -> int:
-        """Rows on screen, from the geometry `max_scroll_y` uses (it holds on a hidden tab too, where the
-        screen region is empty)."""
+        """Rows on screen, from the geometry `max_scroll_y` uses (it holds on a hidden tab too)."""
         return max(0, self.container_size.height - self.scrollbar_size_horizontal)
 
     def _size_updated(
@@ -154,6 +152,8 @@ class LogView(ScrollView, can_focus=True):
                 self._show_index(i)
         if self.following:
             self._to_end()
+        if self.show_vertical_scrollbar:  # a scroll made while it was hidden never reached the thumb
+            self.vertical_scrollbar.position = self.scroll_y
         return resized
 
     # ---- following ------------------------------------------------------------------------------------
@@ -267,8 +267,8 @@ class LogView(ScrollView, can_focus=True):
 
     def _content_width(self) -> int:
         """Columns on screen, from the same geometry as `_view_height`."""
-        width = self.container_size.width - self.scrollbar_size_vertical
-        return max(10, width if self.container_size else 80)
+        width, _ = self.container_size
+        return max(10, width - self.scrollbar_size_vertical if width else 80)
 
     def action_open_line(self) -> None:
         n = self.cursor if self.cursor is not None else (self.store.total - 1 if self.store.total else None)
