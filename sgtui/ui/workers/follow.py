@@ -10,6 +10,7 @@ from sgtui.ui.logtext import clean_line
 from sgtui.ui.session.run import RunSession
 
 FLUSH_S = 0.05  # a flood becomes at most 20 redraws a second per followed run
+SLICE = 256  # lines cleaned and classified per event-loop turn: a big chunk never holds up keys and frames
 STALL_CHECK_S = 5.0
 RETRY_S = (1.0, 2.0, 5.0, 10.0)
 
@@ -43,14 +44,30 @@ class Follower:
             try:
                 async for end, raw in self.backend.tail(self.node.run, self.node.offset):
                     delays = iter(RETRY_S)
-                    self.session.feed(self.rank, [clean_line(line) for line in raw], end)
-                    self._flush_soon()
+                    await self._feed(raw, end)
                 return
             except asyncio.CancelledError:
                 raise
             except Exception:  # the connection dropped: resume from the last complete line
                 self.session.flush()
                 await asyncio.sleep(next(delays, RETRY_S[-1]))
+
+    async def _feed(self, raw: list[str], end: int) -> None:
+        """One chunk, SLICE lines per loop turn (a reattach can bring a whole log at once); the offset moves
+        with the last slice. Cancelled between slices, the rest is still fed: a chunk goes in whole, so a
+        later tail from the offset repeats no line."""
+        start = 0
+        try:
+            while len(raw) - start > SLICE:
+                self.session.feed(
+                    self.rank, [clean_line(line) for line in raw[start : start + SLICE]], self.node.offset
+                )
+                start += SLICE
+                self._flush_soon()
+                await asyncio.sleep(0)
+        finally:
+            self.session.feed(self.rank, [clean_line(line) for line in raw[start:]], end)
+            self._flush_soon()
 
     def _flush_soon(self) -> None:
         """Flush now when due; otherwise make sure a quiet log still shows its last lines soon."""
