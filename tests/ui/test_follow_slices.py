@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
 from textual.message import Message
 
 from sgtui.ui.session.run import RunSession
@@ -14,6 +15,13 @@ from sgtui.ui.views import RunView
 from sgtui.ui.workers import follow
 from sgtui.ui.workers.follow import Follower
 from tests.ui.fakes import FakeBackend
+
+
+@pytest.fixture(autouse=True)
+def a_turn_after_every_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop gets a turn after each slice (not after each TURN_S of work): the same every run."""
+    monkeypatch.setattr(follow, "TURN_S", 0.0)
+
 
 LINES = [f"[2026-01-15 08:01:02 TP0] Decode batch. #running-req: {i}" for i in range(5 * follow.SLICE + 7)]
 
