@@ -158,6 +158,7 @@ async def main(rate: int, seconds: float, total: int, keys: bool = True) -> None
             f"log widget holds {log.line_count:,} lines "
             f"(max_lines {log.store.max_lines:,}), {log.total_lines:,} seen"
         )
+        log.set_following(True)  # an odd number of `f` presses left it paused
         if log.following:  # the view follows past max_lines: the last line fed is the last row drawn
             await pilot.pause(0.2)
             height = log.scrollable_content_region.height
