@@ -11,7 +11,8 @@ call per line: 20,000 kept lines answer within a frame):
 - what could see past a line's ends (lookarounds, `\\A`, `\\Z`) keeps the per-line loop, and so does a
   pattern anchored with a leading `^` (per line it fails at once; joined, the engine tries every column);
 - a case-insensitive search of ASCII text runs case-sensitively over the lowered text when the pattern
-  cannot tell the difference (no character class, escape by code or inline flag: see `_foldable`).
+  starts with a letter and cannot tell the difference (no character class, escape by code or inline flag:
+  see `_foldable`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ class Search:
         joined = folded = None
         if _joinable(text, literal):
             joined = re.compile(source, flags | re.MULTILINE)
-            if _foldable(text, literal, flags):
+            if text[:1].isalpha() and _foldable(text, literal, flags):
+                # a leading letter keeps sre from its fast literal-prefix scan under IGNORECASE; a leading
+                # "[" or digit does not, and lowering the whole text would then cost more than it saves
                 folded = re.compile(source, (flags & ~re.IGNORECASE) | re.MULTILINE)
         return cls(text, pattern, literal, joined, folded)
 
