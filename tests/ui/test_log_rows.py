@@ -1,8 +1,10 @@
-"""The log view's cheap row paths give exactly what the full paths give: the row a one-style line gets is
-the row rich's Text renders for it, and a line's kind is what the original regexes say."""
+"""The log view's cheap paths give exactly what the full paths give: the row a one-style line gets is the
+row rich's Text renders for it, a line's kind is what the original regexes say, a printable line is clean
+as it is, and the store keeps what `clip` makes."""
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
@@ -10,7 +12,10 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 
+from sgtui.core.logs.prefix import strip_controls
+from sgtui.ui.logtext import clean_line, strip_ansi
 from sgtui.ui.widgets.log_rows import one_style_row, rich_row
+from sgtui.ui.widgets.log_store import MAX_LINE, LineStore, clip
 from sgtui.ui.widgets.run_log import REGEX_SPAN, LogHighlighter, line_kind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,3 +88,45 @@ def test_a_one_style_row_is_the_row_rich_renders(style: Style) -> None:
         assert row.cell_length == full.cell_length
         shown += 1
     assert shown > 500
+
+
+def full_clean(line: str) -> str:
+    """clean_line without its shortcut for printable lines."""
+    text = strip_ansi(line)
+    if "\r" in text:
+        parts = [p for p in text.split("\r") if p]
+        text = parts[-1] if parts else ""
+    return strip_controls(text)
+
+
+def test_a_printable_line_is_clean_as_it_is_and_every_line_cleans_as_before() -> None:
+    rng = random.Random(3)
+    alphabet = [
+        "a",
+        " ",
+        "\t",
+        "\r",
+        "\x1b[31m",
+        "\x1b]0;t\x07",
+        "\x07",
+        "\x7f",
+        "\x9b1m",
+        "\u2028",
+        "é",
+        "中",
+        "\x00",
+    ]
+    lines = log_lines() + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(2000)
+    ]
+    assert [clean_line(line) for line in lines] == [full_clean(line) for line in lines]
+
+
+def test_the_store_keeps_lines_as_clip_makes_them() -> None:
+    lines = ["plain", "a\ttab", "x" * (MAX_LINE + 5), ""]
+    for batch in (lines, lines[:1], lines[2:], iter(lines)):
+        store = LineStore(100)
+        want = [clip(line) for line in (lines if not isinstance(batch, list) else batch)]
+        store.append(batch)
+        assert store.lines == want
+        assert store.widest == max(len(line) for line in want)

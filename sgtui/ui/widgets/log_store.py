@@ -54,13 +54,17 @@ class LineStore:
 
     def append(self, new: Iterable[str]) -> int:
         """Add lines; returns how many rows at the top of the view the oldest-dropping removed."""
-        batch = [clip(line) for line in new]
+        batch = new if isinstance(new, list) else list(new)
         if not batch:
             return 0
+        widest = max(map(len, batch))
+        if widest > MAX_LINE or any("\t" in line for line in batch):  # else clip changes nothing
+            batch = [clip(line) for line in batch]
+            widest = max(map(len, batch))
         start = self.total
         self.lines.extend(batch)
         self.total += len(batch)
-        self.widest = max(self.widest, max(len(line) for line in batch))
+        self.widest = max(self.widest, widest)
         if self.search is not None:
             hits = self.search.lines(batch)
             self._matches.extend(start + i for i in hits)
