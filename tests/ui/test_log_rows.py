@@ -57,17 +57,28 @@ def original_kind(line: str) -> str:
     return "plain"
 
 
+def made_lines() -> list[str]:
+    """Every word of the rules in a line, in other cases too, and near misses."""
+    out = []
+    for word in (*ERROR_RE.pattern.split("|"), "Load weight begin", "Init torch distributed end", "warning"):
+        word = word.replace("\\", "")
+        for form in (word, word.lower(), word.upper(), word[:-1], f"[2026-01-01 10:00:00 TP0] x {word}: y"):
+            out.append(form)
+    return out
+
+
 def log_lines() -> list[str]:
+    """The fixture logs, ../shared/logs when it is there, and made-up lines (enough without ../shared)."""
     files = sorted((ROOT / "tests" / "fixtures" / "logs").glob("*.log"))
     shared = ROOT.parent / "shared" / "logs"
     files += sorted(shared.glob("*.log")) if shared.is_dir() else []
     lines = [line for f in files for line in f.read_text(encoding="utf-8", errors="replace").splitlines()]
-    return lines + TRICKY
+    return lines + TRICKY + made_lines()
 
 
 def test_a_line_s_kind_is_what_the_original_regexes_say() -> None:
     lines = log_lines()
-    assert len(lines) > 500
+    assert len(lines) > 100
     assert [line_kind(line) for line in lines] == [original_kind(line) for line in lines]
     kinds = {line_kind(line) for line in lines}
     assert kinds == {"plain", "warning", "error", "milestone"}
@@ -87,7 +98,7 @@ def test_a_one_style_row_is_the_row_rich_renders(style: Style) -> None:
         assert list(row) == list(full), line
         assert row.cell_length == full.cell_length
         shown += 1
-    assert shown > 500
+    assert shown > 100
 
 
 def full_clean(line: str) -> str:
