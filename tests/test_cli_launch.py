@@ -112,3 +112,42 @@ async def test_watch_resumes_after_the_connection_drops_without_losing_or_repeat
     assert rc == 0, out.getvalue()
     assert len(kinds) == len(set(kinds)), kinds
     assert kinds[-1] == "ready" and "load_weight_end" in kinds and "kv_cache_allocated" in kinds
+
+
+def test_a_diagnosis_prints_the_same_try_lines_for_one_node_and_for_a_node_of_many() -> None:
+    """The multi-node watch names the node; what to try is the same as the single-node watch prints."""
+    from sgtui.commands.launch import Printer
+    from sgtui.core.logs.diagnosis.common import Diagnosis, Suggestion
+
+    item = Diagnosis(
+        "Not enough memory for the KV cache",
+        "the pools need 3.1 GiB\n\nand 2.0 GiB are left",
+        [
+            Suggestion("--mem-fraction-static", "0.88", "more for the pools"),
+            Suggestion(None, None, "free GPU 1"),
+        ],
+        "oom_kv",
+    )
+    single, multi = io.StringIO(), io.StringIO()
+    Printer(json_events=False, out=single).diagnosis(item)
+    Printer(json_events=False, out=multi).diagnosis(item, " (node 1 (b))", node_rank=1)
+    body = [line.split("] ", 1)[1] if "] " in line else line for line in single.getvalue().splitlines()]
+    assert body == [
+        "diagnosis: Not enough memory for the KV cache",
+        "  the pools need 3.1 GiB",
+        "  and 2.0 GiB are left",
+        "  try: --mem-fraction-static 0.88  (more for the pools)",
+        "  also: free GPU 1",
+    ]
+    assert (
+        multi.getvalue()
+        .splitlines()[0]
+        .endswith("diagnosis (node 1 (b)): Not enough memory for the KV cache")
+    )
+    assert multi.getvalue().splitlines()[1:] == single.getvalue().splitlines()[1:]
+    event = io.StringIO()
+    Printer(json_events=True, out=event).diagnosis(item, " (node 1 (b))", node_rank=1)
+    data = json.loads(event.getvalue())
+    assert (
+        data["event"] == "diagnosis" and data["node_rank"] == 1 and data["suggestions"][0]["value"] == "0.88"
+    )

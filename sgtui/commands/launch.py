@@ -126,6 +126,20 @@ class Printer:
             **data,
         )
 
+    def diagnosis(self, item: Any, where: str = "", /, **data: Any) -> None:
+        """A diagnosis as its title, its detail lines and a `try:` line per suggested change (`also:` for
+        advice without a flag); the JSON object carries the diagnosis's fields, then `data`."""
+        from dataclasses import asdict
+
+        lines = [
+            f"diagnosis{where}: {item.title}",
+            *("  " + d for d in item.detail.splitlines() if d.strip()),
+        ]
+        for s in item.suggestions:
+            change = " ".join(x for x in (s.flag, s.value) if x)
+            lines.append(f"  try: {change}  ({s.why})" if change else f"  also: {s.why}")
+        self.emit("diagnosis", "\n".join(lines), **data, **asdict(item))
+
 
 async def launch(
     path: Path,
@@ -317,7 +331,6 @@ class Watch:
         return None
 
     def _finish(self, verdict: str) -> int:
-        from dataclasses import asdict
 
         from sgtui.core.logs import diagnose
 
@@ -335,11 +348,7 @@ class Watch:
                 error=error.to_json(),
             )
         for item in diagnose(analysis):
-            lines = [f"diagnosis: {item.title}", *("  " + d for d in item.detail.splitlines() if d.strip())]
-            for s in item.suggestions:
-                change = " ".join(x for x in (s.flag, s.value) if x)
-                lines.append(f"  try: {change}  ({s.why})" if change else f"  also: {s.why}")
-            self.printer.emit("diagnosis", "\n".join(lines), **asdict(item))
+            self.printer.diagnosis(item)
         if verdict == "ready":
             self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)
             return 0

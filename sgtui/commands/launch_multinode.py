@@ -240,7 +240,6 @@ class MultiWatch:
         return None
 
     def _finish(self, verdict: str, failed: NodeFollow | None) -> int:
-        from dataclasses import asdict
 
         from sgtui.core.logs import diagnose
 
@@ -271,11 +270,7 @@ class MultiWatch:
                 host=failed.record.host,
             )
         for item in diagnose(analysis):
-            lines = [
-                f"diagnosis ({where}): {item.title}",
-                *("  " + d for d in item.detail.splitlines() if d.strip()),
-            ]
-            self.printer.emit("diagnosis", "\n".join(lines), node_rank=failed.rank, **asdict(item))
+            self.printer.diagnosis(item, f" ({where})", node_rank=failed.rank)
         self.printer.emit(
             "failed",
             f"failed on {where}: {error.error_class if error else 'the server exited'} "
