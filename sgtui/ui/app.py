@@ -33,7 +33,7 @@ from sgtui.ui.panes.log import LogPane
 from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.routing import Routing
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
-from sgtui.ui.status_line import GPU_STALE_S, status_line
+from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
 from sgtui.ui.views import RunView
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
@@ -115,7 +115,6 @@ class SgtuiApp(Actions, Routing, App[None]):
         self.fleet = FleetState(clock)
         self.followed = FollowedRuns()
         self.deployment = Deployment(profile, profile_path)
-        self.host_history = GpuHistory()  # the deployment host's GPUs before any run is followed
         self.deploy = DeployActions(self)
         self.fit_function = fit_function
         self._connected: set[str] = set()
@@ -160,6 +159,12 @@ class SgtuiApp(Actions, Routing, App[None]):
     @property
     def run_state(self) -> str:
         return self.session.state if self.session is not None else ""
+
+    @property
+    def host_history(self) -> GpuHistory:
+        """The deployment host's own GPU history: the `g` chart before any run is followed."""
+        host = self.fleet.hosts.get(self.deployment.host)
+        return host.history if host is not None else GpuHistory()
 
     @property
     def history(self) -> GpuHistory:
@@ -226,6 +231,7 @@ class SgtuiApp(Actions, Routing, App[None]):
         d = self.deployment
         self.sub_title = d.title
         self.fleet_pane.state_of = self.state_of
+        self.fleet_pane.runs_silence = lambda name: host_runs_silence(self, name)
         pane = self.log_pane
         pane.log.focus()
         pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
@@ -249,6 +255,7 @@ class SgtuiApp(Actions, Routing, App[None]):
                 host_model.ages.touch("runs")  # once per period, answered or not
                 self.relist_all(name)
         self.fleet_pane.refresh_fleet()
+        self.draw_runs()  # redrawn only when a mark or an age shown there moved
         self.draw_status()
         host = self.fleet.host(self.gpu_host) if self.gpu_host else None
         if host is not None:

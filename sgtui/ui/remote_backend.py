@@ -28,6 +28,7 @@ from sgtui.remote.gpu import GpuSampler
 from sgtui.remote.hosts import HostConfig, load_hosts
 from sgtui.remote.runs import RunManager, RunRecord, RunState
 from sgtui.remote.targets import Target, discover, sglang_version
+from sgtui.ui.backend import RunExit
 from sgtui.ui.remote_views import (
     STATE_NAMES,
     gpu_views,
@@ -235,7 +236,9 @@ class RemoteBackend:
         records = (await manager.list_runs())[-MAX_LISTED_RUNS:]
         statuses = await asyncio.gather(*(manager.status(r) for r in records), return_exceptions=True)
         return [
-            run_view(r, "unknown" if isinstance(s, BaseException) else run_state_name(s))
+            run_view(r, "unknown")
+            if isinstance(s, BaseException)
+            else run_view(r, run_state_name(s), note=s.note or "")
             for r, s in zip(records, statuses, strict=True)
         ]
 
@@ -304,10 +307,10 @@ class RemoteBackend:
     async def run_state(self, run: RunView) -> str:
         return (await self.run_exit(run))[0]
 
-    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+    async def run_exit(self, run: RunView) -> RunExit:
         record, manager = self._record_manager(run)
         status = await manager.status(record)
-        return run_state_name(status), status.rc
+        return RunExit(run_state_name(status), status.rc, status.note or "")
 
     def _record_manager(self, run: RunView) -> tuple[RunRecord, RunManager]:
         """The run's own record and a manager for the runs dir it lives in."""

@@ -40,7 +40,7 @@ def run_state_name(status: RunStatus) -> str:
     return "stopped"
 
 
-def run_view(record: RunRecord, state: str, profile: str = "") -> RunView:
+def run_view(record: RunRecord, state: str, profile: str = "", note: str = "") -> RunView:
     started = time.strftime("%m-%d %H:%M", time.localtime(record.started_at)) if record.started_at else ""
     return RunView(
         run_id=record.id,
@@ -54,6 +54,7 @@ def run_view(record: RunRecord, state: str, profile: str = "") -> RunView:
         gpus=tuple(record.gpus),
         node_rank=record.node_rank,
         foreign=record.foreign or "",
+        note=note,
         raw=record,
     )
 

@@ -1,8 +1,9 @@
 """The line under the header, on every tab, and what "stale" means for a live value.
 
 Target, connection, SGLang version, the fit's verdict and the run in view; a value unconfirmed past a few
-missed samples on a live link reads "ready, last seen 35s ago". Text, never markup: every piece is
-outside text (host names, run ids, remote words).
+missed samples on a live link reads "ready, last seen 35s ago". The same rule marks a live run's health
+in the fleet rows and the runs table (`run_silence`), from the ages the state objects keep
+(`session/ages.py`). Text, never markup: every piece is outside text (host names, run ids, remote words).
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from sgtui.ui.session.ages import age_text
+from sgtui.ui.session.fleet import ALIVE_STATES
 from sgtui.ui.widgets.fit_panel import fit_badge
 
 if TYPE_CHECKING:
     from sgtui.ui.app import SgtuiApp
+    from sgtui.ui.session.run import RunSession
+    from sgtui.ui.views import RunView
 
 GPU_STALE_S = 5.0  # ten missed GPU samples (every 0.5 s): the host's values are marked stale
 
@@ -37,6 +41,40 @@ def host_silence(host: Any, now: float) -> float | None:
     return age if age is not None and age > GPU_STALE_S else None
 
 
+def run_silence(host: Any, session: RunSession | None, now: float) -> float | None:
+    """How long a live run's health has gone unconfirmed while its host is lost or silent past a few
+    missed samples; None while the host answers (what is shown is live). A followed run was last heard
+    from its log or its state; any other run at its host's last runs listing."""
+    if host is None or (host.state == "connected" and host_silence(host, now) is None):
+        return None
+    if session is not None:
+        heard = [session.ages.age("log", now), session.ages.age("state", now)]
+    else:
+        heard = [host.ages.age("runs", now)]
+    ages = [a for a in heard if a is not None]
+    return min(ages) if ages else None
+
+
+def runs_silence(app: SgtuiApp, runs: list[RunView], now: float) -> dict[str, float]:
+    """Row key ("id" or "id:rank") -> how long each live run's health has gone unconfirmed, for the runs
+    that `run_silence` marks stale."""
+    out: dict[str, float] = {}
+    for run in runs:
+        if app.state_of(run) not in ALIVE_STATES or run.host not in app.fleet:
+            continue
+        age = run_silence(app.fleet.host(run.host), app.followed.get(run.run_id), now)
+        if age is not None:
+            out[run.run_id if run.node_rank is None else f"{run.run_id}:{run.node_rank}"] = age
+    return out
+
+
+def host_runs_silence(app: SgtuiApp, name: str) -> float | None:
+    """For a fleet row: the freshest age among the host's live runs when their health is stale (a frozen
+    link), else None."""
+    ages = runs_silence(app, app.fleet.host(name).runs, app.clock()).values()
+    return min(ages) if ages else None
+
+
 def status_line(app: SgtuiApp, host: Any, state: str) -> Text:
     d = app.deployment
     now = app.clock()
@@ -50,11 +88,9 @@ def status_line(app: SgtuiApp, host: Any, state: str) -> Text:
     session = app.session
     if session is not None:
         shown = session.phase if session.state == "starting" and session.phase else session.state
-        run_host = app.fleet.host(session.host)
-        unsure = session.alive and (run_host.state != "connected" or host_silence(run_host, now) is not None)
-        heard = [a for a in (session.ages.age("log", now), session.ages.age("state", now)) if a is not None]
+        silence = run_silence(app.fleet.host(session.host), session, now) if session.alive else None
         text.append(f" · run {session.key} ")
-        text.append_text(stale_text(shown, min(heard) if unsure and heard else None))
+        text.append_text(stale_text(shown, silence))
         if len(app.followed) > 1:
             keys = [s.key for s in app.followed]
             text.append(f" · {keys.index(session.key) + 1}/{len(keys)} followed ([ ])")
@@ -62,4 +98,7 @@ def status_line(app: SgtuiApp, host: Any, state: str) -> Text:
         text.append(" · no run followed: l launches")
     if app.readonly:
         text.append(" · read-only", style="bold")
+    if session is not None and session.note:  # in `sgtui runs`'s words; whole in the side panel
+        text.append(" · ")
+        text.append(session.note, style="yellow")
     return text
