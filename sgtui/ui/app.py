@@ -277,8 +277,10 @@ class SgtuiApp(Actions, Routing, App[None]):
             self.notify(f"{exc}\n(the default keys apply)", title="keys", severity="error", timeout=20)
 
     def on_resize(self, event: events.Resize) -> None:
-        """Below 100 columns the side panes narrow and flag labels go above their inputs."""
+        """Below 100 columns the side panes narrow and flag labels go above their inputs; the status line
+        keeps what matters most at the new width."""
         self.main.set_class(event.size.width < 100, "-narrow")
+        self.call_after_refresh(self.draw_status)
 
     async def on_unmount(self) -> None:
         await self.backend.close()
@@ -290,7 +292,7 @@ class SgtuiApp(Actions, Routing, App[None]):
         host = self.fleet.host(d.host) if d.host else None
         state = host.state if host is not None else "idle"
         status = self.main.query_one("#status", Static)
-        status.update(status_line(self, host, state), layout=False)
+        status.update(status_line(self, host, state, self.size.width), layout=False)
         status.set_class(state in ("lost", "failed"), "-lost")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

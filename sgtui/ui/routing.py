@@ -210,9 +210,9 @@ class Routing(Base):
     # runs ------------------------------------------------------------------------------------------------
     def state_of(self, run: RunView) -> str:
         """A run's state as best known: a followed run's log says ready or stalled where the host only
-        knows running, and its end (failed, stopped) before the next listing does."""
+        knows running."""
         session = self.followed.get(run.run_id)
-        if session is not None and run.state in ("running", "starting") and (session.alive or session.told):
+        if session is not None and session.alive and run.state in ("running", "starting"):
             return session.state
         return run.state
 

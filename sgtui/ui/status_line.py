@@ -75,30 +75,44 @@ def host_runs_silence(app: SgtuiApp, name: str) -> float | None:
     return min(ages) if ages else None
 
 
-def status_line(app: SgtuiApp, host: Any, state: str) -> Text:
+# what a narrow terminal drops first, so that the run's state and its stale mark stay on the line: the
+# version (the header's sub-title names the flag table's), the followed count, the launch hint, then the
+# host's age (the host stays marked stale; the run's "last seen" says how long)
+OPTIONAL = ("version", "followed", "hint", "host-age")
+
+
+def status_line(app: SgtuiApp, host: Any, state: str, width: int | None = None) -> Text:
+    """Each live value with its age once stale; with `width`, the pieces in `OPTIONAL` are dropped (in
+    that order) until the rest fits; what still does not (a long note) is cut with an ellipsis."""
     d = app.deployment
     now = app.clock()
-    text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{d.host} › {d.target_label} · ")
+    parts: list[tuple[str, Text]] = [("", Text(f"{d.host} › {d.target_label} · "))]
     silent = host_silence(host, now)
-    text.append_text(stale_text(state, silent))
-    text.append(f" · SGLang {d.version}" if d.version else " · SGLang ?")
-    text.append(" · fit ")
-    text.append_text(fit_badge(d.fit_report, app.flags.fit_error))
+    parts.append(("", Text(state, style="bold yellow" if silent is not None else "")))
+    if silent is not None:  # the run's own stale mark below says it too: narrow lines keep only that one
+        parts.append(("host-age", Text(f", last seen {age_text(silent)} ago", style="bold yellow")))
+    parts.append(("version", Text(f" · SGLang {d.version}" if d.version else " · SGLang ?")))
+    parts.append(("", Text(" · fit ").append_text(fit_badge(d.fit_report, app.flags.fit_error))))
     session = app.session
     if session is not None:
         shown = session.phase if session.state == "starting" and session.phase else session.state
         silence = run_silence(app.fleet.host(session.host), session, now) if session.alive else None
-        text.append(f" · run {session.key} ")
-        text.append_text(stale_text(shown, silence))
+        parts.append(("", Text(f" · run {session.key} ").append_text(stale_text(shown, silence))))
         if len(app.followed) > 1:
             keys = [s.key for s in app.followed]
-            text.append(f" · {keys.index(session.key) + 1}/{len(keys)} followed ([ ])")
+            parts.append(("followed", Text(f" · {keys.index(session.key) + 1}/{len(keys)} followed ([ ])")))
     else:
-        text.append(" · no run followed: l launches")
+        parts.append(("", Text(" · no run followed")))
+        parts.append(("hint", Text(": l launches")))
     if app.readonly:
-        text.append(" · read-only", style="bold")
+        parts.append(("", Text(" · read-only", style="bold")))
     if session is not None and session.note:  # in `sgtui runs`'s words; whole in the side panel
-        text.append(" · ")
-        text.append(session.note, style="yellow")
+        parts.append(("", Text(" · ").append(session.note, style="yellow")))
+    for name in OPTIONAL:
+        if width is None or sum(t.cell_len for _, t in parts) <= width:
+            break
+        parts = [(n, t) for n, t in parts if n != name]
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for _, piece in parts:
+        text.append_text(piece)
     return text

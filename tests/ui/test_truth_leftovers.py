@@ -86,8 +86,8 @@ async def test_a_run_that_ended_on_a_full_disk_says_so_in_the_status_line_the_si
         panel = app.main.query_one(DiagnosisPanel)
         assert panel.display and note in str(panel.render())  # whole, where the user reads the diagnosis
         app.draw_runs()
-        state = runs_row(app, "run-1")[3].plain  # the listing still says starting: the follower knows better
-        assert state.startswith("stopped: the disk holding the log is full (/runs/r1: 12 KiB free)")
+        state = runs_row(app, "run-1")[3].plain  # the state as listed, then the host's note
+        assert ": the disk holding the log is full (/runs/r1: 12 KiB free)" in state
 
 
 async def test_a_docker_runs_fate_reaches_the_runs_table_in_the_words_of_sgtui_runs_and_as_text(
@@ -159,6 +159,25 @@ async def test_a_frozen_link_ages_each_live_runs_health_in_the_fleet_and_runs_ro
         app._tick()
         assert "last seen" not in fleet_row(app, "pve")
         assert runs_row(app, "run-1")[3].plain == "ready"
+
+
+async def test_at_80_columns_the_status_line_drops_the_version_before_the_runs_stale_mark(
+    profile: Profile,
+) -> None:
+    clock = Clock()
+    app = SgtuiApp(
+        FakeBackend(launch_logs=[ready_log()], hold_tail=True), profile, theme="textual-dark", clock=clock
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
+        line = status(app)  # the whole line; the terminal shows its first 80 cells
+        assert len(line) <= 80 and line.endswith("no run followed: l launches")  # the version went
+        await launch_anyway(pilot, app)
+        await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
+        clock.now += 20.0
+        app._tick()
+        line = status(app)
+        assert len(line) <= 80 and line.endswith("run run-1 ready, last seen 20s ago")
 
 
 async def test_a_lost_connection_greys_its_hosts_rows_and_reconnecting_restores_them(
