@@ -152,7 +152,7 @@ async def test_a_frozen_link_ages_each_live_runs_health_in_the_fleet_and_runs_ro
         # nothing heard for 20 s on a "connected" link (under the 30 s relisting a frozen link never answers)
         clock.now += 20.0
         app._tick()
-        assert "1 run ready, last seen 20s ago" in fleet_row(app, "pve")
+        assert "1.0/96 GiB 20s ago  1 run ready, last seen 20s ago" in fleet_row(app, "pve")
         assert runs_row(app, "run-1")[3].plain == "ready, last seen 20s ago"
         app.post_message(m.GpuSampled("pve", gpus(), clock.now))  # the link speaks again
         await wait_for(pilot, lambda: app.fleet.host("pve").ages.age("gpus") == 0, what="the sample")

@@ -1,6 +1,6 @@
 """The Hosts tab, the fleet view: one row per configured host (connection state and its age, GPUs
 used/total on a fixed scale, its runs and their worst health) with its containers folded under it.
-A connected host gone silent has its values dimmed and its runs' health aged ("1 run ready, last seen
+A connected host gone silent has its GPU values dimmed with their age and its runs' health aged ("1 run ready, last seen
 35s ago"); a lost host's values are greyed and struck, its containers greyed.
 
 `Enter` on a host unfolds it (and connects it if it is not); on a container it makes that the target.
@@ -22,7 +22,7 @@ from textual.widgets.tree import TreeNode
 
 from sgtui.ui.session.ages import age_text
 from sgtui.ui.session.fleet import FleetState, HostModel
-from sgtui.ui.status_line import stale_text
+from sgtui.ui.status_line import host_silence, stale_text
 from sgtui.ui.views import ContainerView, RunView
 from sgtui.ui.widgets.gpu_sparkline import bar_for, level_style
 
@@ -119,8 +119,10 @@ def host_label(
     if state == "connected":
         text.append(" ")
         gpus = gpu_text(host)
-        if silence is not None:  # the link went quiet: the last GPU numbers are no longer live
+        quiet = host_silence(host, host.ages.clock())
+        if quiet is not None:  # the link went quiet: the last GPU numbers are no longer live
             gpus.stylize("dim")
+            gpus.append(f" {age_text(quiet)} ago", style="bold yellow")
         text.append(gpus)
         text.append("  ")
         text.append(runs_text(*runs, silence))
