@@ -1,7 +1,7 @@
 """The Hosts tab, the fleet view: one row per configured host (connection state and its age, GPUs
 used/total on a fixed scale, its runs and their worst health) with its containers folded under it.
-A connected host gone silent has its GPU values dimmed with their age and its runs' health aged ("1 run ready, last seen
-35s ago"); a lost host's values are greyed and struck, its containers greyed.
+A connected host gone silent has its GPU values dimmed with their age and its runs' health aged ("1 run
+ready, last seen 35s ago"); a lost host's values are greyed and struck, its containers greyed.
 
 `Enter` on a host unfolds it (and connects it if it is not); on a container it makes that the target.
 Every label is built from `Text` pieces: host names, details and container names are outside text.
