@@ -88,9 +88,8 @@ def status_line(app: SgtuiApp, host: Any, state: str, width: int | None = None) 
     now = app.clock()
     parts: list[tuple[str, Text]] = [("", Text(f"{d.host} › {d.target_label} · "))]
     silent = host_silence(host, now)
-    parts.append(("", Text(state, style="bold yellow" if silent is not None else "")))
-    if silent is not None:  # the run's own stale mark below says it too: narrow lines keep only that one
-        parts.append(("host-age", Text(f", last seen {age_text(silent)} ago", style="bold yellow")))
+    # the run's own stale mark below says it too: a narrow line keeps the host marked, without its age
+    parts.append(("host-age" if silent is not None else "", stale_text(state, silent)))
     parts.append(("version", Text(f" · SGLang {d.version}" if d.version else " · SGLang ?")))
     parts.append(("", Text(" · fit ").append_text(fit_badge(d.fit_report, app.flags.fit_error))))
     session = app.session
@@ -108,10 +107,13 @@ def status_line(app: SgtuiApp, host: Any, state: str, width: int | None = None) 
         parts.append(("", Text(" · read-only", style="bold")))
     if session is not None and session.note:  # in `sgtui runs`'s words; whole in the side panel
         parts.append(("", Text(" · ").append(session.note, style="yellow")))
+    short = {"host-age": Text(state, style="bold yellow")}  # what a dropped piece leaves, if anything
     for name in OPTIONAL:
         if width is None or sum(t.cell_len for _, t in parts) <= width:
             break
-        parts = [(n, t) for n, t in parts if n != name]
+        parts = [
+            (n, short[n]) if n == name and n in short else (n, t) for n, t in parts if n != name or n in short
+        ]
     text = Text(no_wrap=True, overflow="ellipsis")
     for _, piece in parts:
         text.append_text(piece)
