@@ -26,6 +26,7 @@ from sgtui.ui.backend import Backend
 from sgtui.ui.commands_provider import SgtuiCommands
 from sgtui.ui.deploy import DeployActions
 from sgtui.ui.fitting import FitInputs, compute_fit
+from sgtui.ui.host_dialogs import HostDialogs
 from sgtui.ui.keymap import KEYS_FILE, load_keymap
 from sgtui.ui.panes.flags import FlagsPane
 from sgtui.ui.panes.hosts import FleetPane
@@ -62,7 +63,7 @@ FLEET_TICK_S = 1.0  # ages in the fleet view and status line
 RUNS_REFRESH_S = 30.0
 
 
-class SgtuiApp(Actions, Routing, App[None]):
+class SgtuiApp(Actions, HostDialogs, Routing, App[None]):
     CSS_PATH = Path(__file__).with_name("sgtui.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "sgtui"
     COMMANDS: ClassVar = App.COMMANDS | {SgtuiCommands}

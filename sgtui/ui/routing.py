@@ -3,14 +3,11 @@ run's session or the deployment, then redraws what shows it. Mixed into `SgtuiAp
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from sgtui.ui import messages as m
 from sgtui.ui.panes.runs import RunsTable
-from sgtui.ui.screens.confirm import ConfirmScreen
-from sgtui.ui.screens.password import PasswordScreen
 from sgtui.ui.session import ALIVE, RunSession
 from sgtui.ui.session.fleet import HOST_CHART_SAMPLES
 from sgtui.ui.status_line import runs_silence
@@ -56,12 +53,9 @@ class Routing(Base):
         if not self.is_running:
             return
         if message.state == "unknown-key":
-            self._ask_host_key(message.host, message.detail)
+            self.ask_host_key(message.host, message.detail)
         if message.state == "key-changed":
-            from sgtui.ui.screens.host_key import HostKeyChangedScreen
-
-            text, _, where = message.detail.rpartition("\n")
-            self.push_screen(HostKeyChangedScreen(message.host, text or message.detail, where))
+            self.tell_key_changed(message.host, message.detail)
             said = "HOST KEY CHANGED: see the dialog (nothing was sent)"
             message = m.HostStateChanged(message.host, "failed", said)
         host = self.fleet.host(message.host)
@@ -91,26 +85,6 @@ class Routing(Base):
         if model and d.fit_inputs.model_config is None:
             d.model_for = str(model)
             self.controller.model_config(d.host, d.target, str(model))
-
-    def _ask_host_key(self, host: str, fingerprint: str) -> None:
-        def answer(yes: bool | None) -> None:
-            self.backend.trust_host_key(host, bool(yes))
-
-        self.push_screen(
-            ConfirmScreen(
-                f"Trust {host}'s host key?",
-                f"sgtui has never seen this host: its key is\n  {fingerprint}\nCompare it with "
-                "`ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub` on the host. Yes records it in sgtui's "
-                "own known_hosts; no connects to nothing.",
-            ),
-            answer,
-        )
-
-    async def ask_password(self, prompt: str) -> str | None:
-        """The backend's password prompt: a modal whose answer goes straight to the SSH connection."""
-        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self.push_screen(PasswordScreen(prompt), lambda value: answer.done() or answer.set_result(value))
-        return await answer
 
     def relist(self, host: str) -> None:
         """List the runs again where a run changed: the deployment's target on its host, the bare host
