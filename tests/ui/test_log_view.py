@@ -217,6 +217,43 @@ async def test_w_wraps_long_lines() -> None:
         assert not view.wrap
 
 
+async def test_wrapped_rows_fit_the_width_a_scrollbar_leaves() -> None:
+    """Wrapping makes more rows than fit, so a vertical scrollbar appears and the text is two columns
+    narrower, with no Resize event. The rows wrap at the width on screen: no character is cut off."""
+    app = PaneApp()
+    async with app.run_test(size=(48, 12)) as pilot:
+        view = app.query_one(LogView)
+        lines = [f"{n:02d} " + "abcdefghij" * 6 for n in range(6)]  # 63 columns, 6 rows: no vertical bar
+        view.append(lines)
+        await pilot.pause()
+        assert not view.show_vertical_scrollbar
+        await pilot.press("w")
+        await pilot.pause()
+        assert view.show_vertical_scrollbar  # 12 wrapped rows in 11
+        assert view.store.wrap_width == view.scrollable_content_region.width
+        assert "".join(visible(view)[1:]) == "".join(lines[1:])  # the first row on screen: line 0's tail
+
+
+async def test_following_ends_on_the_last_row_once_new_lines_bring_scrollbars() -> None:
+    """Lines that overflow the view make Textual show its scrollbars in the next layout pass (a row
+    shorter, with no Resize event); the end comes from that final geometry, so the last line shows."""
+    app = PaneApp()
+    async with app.run_test(size=(48, 12)) as pilot:
+        view = app.query_one(LogView)
+        view.append(["first"])
+        await pilot.pause()
+        view.append([f"line {n}" for n in range(20)])
+        await pilot.pause()
+        assert view.show_vertical_scrollbar and view.scroll_y == view.max_scroll_y == 10
+        assert view.vertical_scrollbar.position == view.scroll_y  # the thumb is drawn at the end too
+        view.append(["x" * 100, "the last line"])
+        await pilot.pause()
+        assert view.show_horizontal_scrollbar
+        assert view.following and view.scroll_y == view.max_scroll_y == 13
+        assert view.vertical_scrollbar.position == view.scroll_y
+        assert visible(view)[-1] == "the last line"
+
+
 async def test_enter_opens_the_line_whole_and_a_traceback_with_its_exception() -> None:
     app = PaneApp()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -237,6 +274,17 @@ async def test_enter_opens_the_line_whole_and_a_traceback_with_its_exception() -
         assert "after" not in app.opened[0]
         await pilot.press("escape")
         assert not isinstance(app.screen, LineScreen)
+
+
+def test_a_narrow_status_keeps_the_match_position() -> None:
+    """At 80 columns the log column has 46 for its status: the count drops "lines", not "at N"."""
+    view = LogView()
+    view.store.append([f"INFO {n}" for n in range(15_000)] + ["ERROR a", "ERROR b"])
+    view.store.set_search("ERROR")
+    view.following, view.cursor = False, view.store.match_lines[0]
+    assert "2 of 15,002 lines match, at 1" in status_text(view, width=120).plain
+    narrow = status_text(view, width=46).plain
+    assert narrow == "paused: End follows · 2 of 15,002 match, at 1" and len(narrow) <= 46
 
 
 def test_the_status_holds_brackets_as_text() -> None:

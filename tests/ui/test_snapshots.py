@@ -289,10 +289,8 @@ def settle_any(
     return run_before
 
 
-# 120x40 only: at 80x24 these states render nondeterministically from run to run (the log view's scroll
-# position races the layout there); that is an open bug, not something a snapshot may paper over.
 @pytest.mark.parametrize("theme", THEMES)
-@pytest.mark.parametrize("size", [(120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("state", ["paused", "stale", "fails-confirmation", "no-gpu-host", "wrap", "search"])
 def test_snapshot_truth_states(snap_compare: Any, state: str, size: tuple[int, int], theme: str) -> None:
     clock = Clock()

@@ -35,16 +35,8 @@ def status_text(view: LogView, path: str = "", width: int = 0, extra: str = "", 
     if view.wrap:
         bits.append("wrap")
     if store.search is not None:
-        kept = f"{store.total:,}"
-        if store.dropped:
-            kept = f"the last {len(store.lines):,} of {kept}"
-        found = f"{store.match_count:,} of {kept} lines match"
-        at = view.match_position()
-        if at is not None:
-            found += f", at {at:,}"
-        if store.search.literal:
-            found += " (literal)"
-        bits.append(found)
+        room = width - text.cell_len - sum(len(bit) + 3 for bit in bits) - 3 if width else 0
+        bits.append(match_text(view, room))
     elif store.dropped:  # earlier lines are no longer kept here: say so, and where the whole log is
         bits.append(f"last {len(store.lines):,} of {store.total:,} lines")
     else:
@@ -58,6 +50,23 @@ def status_text(view: LogView, path: str = "", width: int = 0, extra: str = "", 
             text.append(label, style="yellow" if store.dropped else "")
             text.append(tail_of(path, max(room, 12)), style="dim")
     return text
+
+
+def match_text(view: LogView, room: int = 0) -> str:
+    """The search's count, "12 of 40,001 lines match, at 3"; without the word "lines" where `room`
+    columns are too few (an 80-column terminal), so the position that n/N move is not cut off."""
+    store = view.store
+    kept = f"{store.total:,}"
+    if store.dropped:
+        kept = f"the last {len(store.lines):,} of {kept}"
+    at = view.match_position()
+    tail = "" if at is None else f", at {at:,}"
+    if store.search is not None and store.search.literal:
+        tail += " (literal)"
+    found = f"{store.match_count:,} of {kept} lines match{tail}"
+    if room and len(found) > room:
+        found = f"{store.match_count:,} of {kept} match{tail}"
+    return found
 
 
 class LogColumn(Vertical):

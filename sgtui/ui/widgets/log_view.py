@@ -71,7 +71,6 @@ class LogView(ScrollView, can_focus=True):
         self.highlighter = LogHighlighter()
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
         self._generation = 0
-        self._end_pending = False
         self._pass_style: Style | None = None
 
     # ---- feeding --------------------------------------------------------------------------------------
@@ -103,7 +102,7 @@ class LogView(ScrollView, can_focus=True):
         self._resize()
         if removed_rows and not self.following:
             # keep the lines being read where they are on screen while older ones drop off the top
-            self.scroll_to(y=max(0, self.scroll_y - removed_rows), animate=False, immediate=True)
+            self._scroll_y_to(max(0, self.scroll_y - removed_rows))
         if self.following:
             self._to_end()
         self.post_message(self.Changed())
@@ -115,7 +114,7 @@ class LogView(ScrollView, can_focus=True):
         self.following = True
         self._cache.clear()
         self._resize()
-        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.scroll_to(0, 0, animate=False, immediate=True, force=True)
         self.post_message(self.Changed())
 
     def _resize(self) -> None:
@@ -124,19 +123,38 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
 
     def _to_end(self) -> None:
-        """To the last row now, and again once the layout settles (a new height or a scrollbar appearing
-        changes where the end is); one re-check per refresh however many batches arrive."""
-        height = self.scrollable_content_region.height
-        self.scroll_to(y=max(0, self.store.row_count - height), animate=False, immediate=True)
-        if not self._end_pending:
-            self._end_pending = True
-            self.call_after_refresh(self._settle_end)
+        """To the last row with the geometry known now; a layout pass that changes it (a scrollbar shows:
+        a row fewer) ends the view again in `_size_updated`, before the frame is drawn."""
+        self._scroll_y_to(self.max_scroll_y)
 
-    def _settle_end(self) -> None:
-        self._end_pending = False
+    def _scroll_y_to(self, y: float) -> None:
+        """`force`: Textual ignores a scroll while its vertical scrollbar is hidden, and that flag is only
+        brought up to date by the next layout pass, so lines that just arrived would not move the view."""
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+
+    def _view_height(self) -> int:
+        """Rows on screen, from the geometry `max_scroll_y` uses (it holds on a hidden tab too)."""
+        return max(0, self.container_size.height - self.scrollbar_size_horizontal)
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """Each layout pass hands the view its final geometry here: its size and which scrollbars show (a
+        scrollbar appearing changes where the end is, with no Resize event). The wrap width and, while
+        following, the end derive from that geometry alone, never from a size read before layout."""
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        if self.wrap and self.container_size and self.store.wrap_width != self._content_width():
+            keep = self.cursor
+            self.store.set_wrap(self._content_width())
+            self._cache.clear()
+            self._resize()  # new rows: the next layout pass comes back here with them
+            if not self.following and keep is not None and (i := self.store.view_index(keep)) is not None:
+                self._show_index(i)
         if self.following:
-            height = self.scrollable_content_region.height
-            self.scroll_to(y=max(0, self.store.row_count - height), animate=False, immediate=True)
+            self._to_end()
+        if self.show_vertical_scrollbar:  # a scroll made while it was hidden never reached the thumb
+            self.vertical_scrollbar.position = self.scroll_y
+        return resized
 
     # ---- following ------------------------------------------------------------------------------------
     def set_following(self, follow: bool) -> None:
@@ -157,7 +175,7 @@ class LogView(ScrollView, can_focus=True):
         store = self.store
         if not store.view_count:
             return None
-        bottom = int(self.scroll_y) + self.scrollable_content_region.height - 1
+        bottom = int(self.scroll_y) + self._view_height() - 1
         at = store.row(min(bottom, store.row_count - 1))
         return store.view_line_number(at[0]) if at else None
 
@@ -187,15 +205,19 @@ class LogView(ScrollView, can_focus=True):
         i = max(0, min(i, store.view_count - 1))
         before = self.cursor
         self.cursor = store.view_line_number(i)
-        top, rows = store.row_of(i), store.rows_of(i)
-        height = self.scrollable_content_region.height
-        if top < self.scroll_y:
-            self.scroll_to(y=top, animate=False, immediate=True)
-        elif top + rows > self.scroll_y + height:
-            self.scroll_to(y=top + rows - height, animate=False, immediate=True)
+        self._show_index(i)
         self._forget_lines(before, self.cursor)
         self.refresh()
         self.post_message(self.Changed())
+
+    def _show_index(self, i: int) -> None:
+        """Scroll the least that puts view line `i` on screen."""
+        top, rows = self.store.row_of(i), self.store.rows_of(i)
+        height = self._view_height()
+        if top < self.scroll_y:
+            self._scroll_y_to(top)
+        elif top + rows > self.scroll_y + height:
+            self._scroll_y_to(top + rows - height)
 
     def _forget_lines(self, *numbers: int | None) -> None:
         """Drop the cached rows of these lines only (the cursor's style moved between them): a key press
@@ -217,7 +239,7 @@ class LogView(ScrollView, can_focus=True):
     def action_page(self, delta: int) -> None:
         self._pause()
         i = self._cursor_index()
-        step = max(1, self.scrollable_content_region.height - 1)
+        step = max(1, self._view_height() - 1)
         self._move_cursor_to((self.store.view_count - 1 if i is None else i) + delta * step)
 
     def action_home(self) -> None:
@@ -244,15 +266,9 @@ class LogView(ScrollView, can_focus=True):
         self.post_message(self.Changed())
 
     def _content_width(self) -> int:
-        return max(10, self.scrollable_content_region.width or self.size.width or 80)
-
-    def on_resize(self, event: events.Resize) -> None:
-        if self.wrap and self.store.wrap_width != self._content_width():
-            self.store.set_wrap(self._content_width())
-            self._cache.clear()
-            self._resize()
-        if self.following:
-            self.call_after_refresh(self._to_end)
+        """Columns on screen, from the same geometry as `_view_height`."""
+        width, _ = self.container_size
+        return max(10, width - self.scrollbar_size_vertical if width else 80)
 
     def action_open_line(self) -> None:
         n = self.cursor if self.cursor is not None else (self.store.total - 1 if self.store.total else None)
@@ -336,7 +352,7 @@ class LogView(ScrollView, can_focus=True):
         if i is None:
             return False
         self._move_cursor_to(i)
-        self.scroll_to(y=max(0, self.store.row_of(i) - 2), animate=False, immediate=True)
+        self._scroll_y_to(max(0, self.store.row_of(i) - 2))
         return True
 
     # ---- drawing --------------------------------------------------------------------------------------
