@@ -111,6 +111,21 @@ class Printer:
             line = f"[{self.elapsed():7.1f}s] {human}"
         print(line, file=self.out, flush=True)
 
+    def milestone(self, event: LogEvent, where: str = "", /, **data: Any) -> None:
+        """A startup milestone as `WHERE` `kind [rank]  key=value ...`; the JSON object carries the kind, the
+        log line, the rank tag and the values, then `data` (a multi-node watch adds the node)."""
+        values = " ".join(f"{k}={v}" for k, v in event.values.items())
+        rank = f" [{event.rank}]" if event.rank else ""
+        self.emit(
+            "milestone",
+            f"{where}{event.kind}{rank}" + (f"  {values}" if values else ""),
+            kind=event.kind,
+            line=event.line,
+            rank=event.rank,
+            values=event.values,
+            **data,
+        )
+
 
 async def launch(
     path: Path,
@@ -286,16 +301,7 @@ class Watch:
         if event.kind == "stalled":
             self.printer.emit("stalled", f"stalled: {event.text}", line=event.line, **event.values)
         elif event.kind in MILESTONE_KINDS:
-            values = " ".join(f"{k}={v}" for k, v in event.values.items())
-            rank = f" [{event.rank}]" if event.rank else ""
-            self.printer.emit(
-                "milestone",
-                f"{event.kind}{rank}" + (f"  {values}" if values else ""),
-                kind=event.kind,
-                line=event.line,
-                rank=event.rank,
-                values=event.values,
-            )
+            self.printer.milestone(event)
 
     def _verdict(self) -> str | None:
         state = self.classifier.state

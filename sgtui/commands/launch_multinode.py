@@ -216,20 +216,10 @@ class MultiWatch:
     def _event(self, f: NodeFollow, event: LogEvent) -> None:
         from sgtui.core.logs import MILESTONE_KINDS
 
-        if event.kind not in MILESTONE_KINDS:
-            return
-        values = " ".join(f"{k}={v}" for k, v in event.values.items())
-        rank = f" [{event.rank}]" if event.rank else ""
-        self.printer.emit(
-            "milestone",
-            f"node {f.rank} {f.record.host}: {event.kind}{rank}" + (f"  {values}" if values else ""),
-            kind=event.kind,
-            line=event.line,
-            rank=event.rank,
-            values=event.values,
-            node_rank=f.rank,
-            host=f.record.host,
-        )
+        if event.kind in MILESTONE_KINDS:
+            self.printer.milestone(
+                event, f"node {f.rank} {f.record.host}: ", node_rank=f.rank, host=f.record.host
+            )
 
     def _verdict(self) -> tuple[str, NodeFollow | None] | None:
         """("ready", None) | ("failed", the node) | None (still starting)."""
@@ -333,7 +323,7 @@ class MultiWatch:
         """Every node waits in distributed init: ask node 0's store who is connected, and name the nodes
         with fewer connections than ranks."""
         from sgtui.core.node_progress import Lagging, attribute_peers
-        from sgtui.core.profile_nodes import parse_address
+        from sgtui.core.profiles.nodes import parse_address
         from sgtui.remote.multinode import node_addresses, store_peers
 
         parsed = parse_address(self.addr)

@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sgtui.sim.fleet import SimFleet
+    from sgtui.sim.host import SimHost, WrittenConfig
 
 HELP = "run the simulated GPU host as a standalone SSH server on 127.0.0.1"
 
@@ -84,8 +90,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(scenario: object, port: int, config_dir: object, speed: float, name: str) -> int:
-    import asyncio
-    import signal
     from pathlib import Path
 
     from sgtui.core.errors import UserError
@@ -101,33 +105,23 @@ async def _serve(scenario: object, port: int, config_dir: object, speed: float, 
         raise UserError(
             f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another port"
         ) from None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
+
+    def announce() -> None:
         written = host.write_config(config_dir, name)
         print(f"sgtui sim-host: {name} ({scenario.name}) listening on {host.host}:{host.port}", flush=True)
-        print(f"  config: {written.hosts_file}", flush=True)
-        for profile in written.profiles:
-            print(f"  profile: {profile}", flush=True)
+        _print_written(written)
         if written.profiles:
             print(
                 f"  try: SGTUI_CONFIG_DIR={config_dir} sgtui launch {written.profiles[0]} --watch",
                 flush=True,
             )
-        await stop.wait()
-    finally:
-        await host.close()
-        print("sgtui sim-host: stopped", file=sys.stderr, flush=True)
-    return 0
+
+    return await _until_stopped(host, announce)
 
 
 async def _serve_fleet(
     scenario: object, count: int, port: int, config_dir: object, speed: float, latency_s: float = 0.0
 ) -> int:
-    import asyncio
-    import signal
     from pathlib import Path
 
     from sgtui.core.errors import UserError
@@ -142,24 +136,42 @@ async def _serve_fleet(
         raise UserError(
             f"--port {port}: cannot listen for {count} simulated hosts ({exc.strerror}); pick other ports"
         ) from None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
+
+    def announce() -> None:
         written = fleet.write_config(config_dir)
         for host in fleet:
             print(
                 f"sgtui sim-host: {host.name} ({host.scenario.name}) listening on {host.host}:{host.port}",
                 flush=True,
             )
-        print(f"  config: {written.hosts_file}", flush=True)
-        for profile in written.profiles:
-            print(f"  profile: {profile}", flush=True)
+        _print_written(written)
         if count >= 2:
             print(f"  try: SGTUI_CONFIG_DIR={config_dir} sgtui launch multinode-demo --watch", flush=True)
+
+    return await _until_stopped(fleet, announce)
+
+
+async def _until_stopped(sim: SimHost | SimFleet, announce: Callable[[], None]) -> int:
+    """Announce, then serve until SIGINT or SIGTERM; either way the sim closes (its servers killed by
+    their recorded pgid). The handlers are set before anything is printed: a signal sent as soon as the
+    first line is read still stops the sim cleanly."""
+    import asyncio
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        announce()
         await stop.wait()
     finally:
-        await fleet.close()
+        await sim.close()
         print("sgtui sim-host: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _print_written(written: WrittenConfig) -> None:
+    print(f"  config: {written.hosts_file}", flush=True)
+    for profile in written.profiles:
+        print(f"  profile: {profile}", flush=True)

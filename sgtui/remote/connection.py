@@ -2,17 +2,18 @@
 
 Host keys are always verified (the user's ~/.ssh/known_hosts, sgtui's own known_hosts, and any file the
 host entry names). An unknown or changed key stops with `HostKeyError` showing the fingerprint; trusting a
-new key is the explicit `accept_host_key()`. Channels are rationed below sshd's MaxSessions (OpenSSH frees
-slots lazily) and a refused channel open is retried. A lost connection is re-opened with backoff; every
-state change goes to subscribers as a `ConnectionEvent`. `LocalTransport` offers the same calls for running
-on the GPU machine itself.
+new key is the explicit `accept_host_key()`. A lost connection is re-opened with backoff; every state
+change goes to subscribers as a `ConnectionEvent`. `LocalTransport` offers the same calls for running on
+the GPU machine itself. The pieces: `ssh_options.py` (what one connect is given), `ssh_auth.py` (the
+password and keyboard-interactive dialogue), `ssh_failures.py` (what a failed connect means),
+`channels.py` (`run`/`stream`/`open_connection`, rationed channels), `transport.py` (the shared types).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,21 +21,22 @@ from typing import Any
 import asyncssh
 
 from sgtui.core.errors import UserError
-from sgtui.core.shell import RemoteCommand
+from sgtui.remote.channels import Channels
 from sgtui.remote.hosts import HostConfig, load_hosts, parse_jump
 from sgtui.remote.known_hosts import (
     USER_KNOWN_HOSTS,
     HostKeyError,
     accept_host_key,
     known_hosts_paths,
-    known_match,
     load_known_hosts,
-    recorded_in,
-    revoked_keys,
 )
 from sgtui.remote.local import LocalTransport
 from sgtui.remote.proxy import ProxyCommand
+from sgtui.remote.ssh_auth import AuthClient, PasswordCallback, Secrets
+from sgtui.remote.ssh_failures import auth_failure, host_key_failure, unreachable_failure
+from sgtui.remote.ssh_options import Identities, connect_learning_key_type, connect_options
 from sgtui.remote.transport import (
+    AuthError,
     ConnectionEvent,
     ConnState,
     EventSink,
@@ -61,115 +63,10 @@ __all__ = [  # what callers import from here
     "accept_host_key",
 ]
 
-PasswordCallback = Callable[[str], Awaitable[str | None]]
-CHANNEL_RETRY_MAX_DELAY = 1.5
-STREAM_RESERVE = 2  # channels of the budget kept for short commands
 
-
-class AuthError(RemoteError):
-    """The host refused every key and password offered; nothing is retried until `reset()`."""
-
-    def __init__(self, message: str, host: HostConfig) -> None:
-        super().__init__(message)
-        self.host = host
-
-
-async def _connect_learning_key_type(hostname: str, kwargs: dict[str, Any]) -> asyncssh.SSHClientConnection:
-    """asyncssh only negotiates the key types recorded for a host, so a host that now offers another
-    type fails key exchange and would read as "unreachable". Asking once more with every type gets the
-    offered key, which is then refused as a changed key (it is not trusted), never accepted."""
-    try:
-        return await asyncssh.connect(hostname, **kwargs)
-    except asyncssh.KeyExchangeFailed as exc:
-        if "host key" not in str(exc.reason):
-            raise
-        return await asyncssh.connect(hostname, **kwargs, server_host_key_algs="default")
-
-
-class _Client(asyncssh.SSHClient):  # type: ignore[misc]
-    def __init__(self, owner: Connection) -> None:
-        self._owner = owner
-        self.offered_key: asyncssh.SSHKey | None = None
-        self.addr = ""
-        self._password_tries = 0
-        self.answers: dict[str, str] = {}  # what the user typed on this attempt, by prompt
-
-    async def _ask(self, prompt: str) -> str | None:
-        """The answer kept from an earlier connection on the first try, else the user's."""
-        cb = self._owner.password_cb
-        kept = self._owner._secrets.get(prompt)
-        if kept is not None and self._password_tries == 1:
-            self.answers[prompt] = kept
-            return kept
-        answer = None if cb is None else await cb(prompt)
-        if answer is not None:
-            self.answers[prompt] = answer
-        return answer
-
-    def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        self.offered_key = key
-        self.addr = addr
-        return False
-
-    async def password_auth_requested(self) -> str | None:
-        cb = self._owner.password_cb
-        if cb is None or self._password_tries >= 3:
-            return None
-        self._password_tries += 1
-        host = self._owner.host
-        who = f"{host.user}@{host.hostname}" if host.user else host.hostname
-        return await self._ask(f"password for {who}")
-
-    def kbdint_auth_requested(self) -> str | None:
-        """Servers that ask for the password through keyboard-interactive (PAM) get the same prompt."""
-        return "" if self._owner.password_cb is not None else None
-
-    async def kbdint_challenge_received(
-        self, name: str, instructions: str, lang: str, prompts: Sequence[tuple[str, bool]]
-    ) -> list[str] | None:
-        cb = self._owner.password_cb
-        if cb is None:
-            return None
-        if not prompts:
-            return []  # an empty challenge only carries a message
-        if self._password_tries >= 3:
-            return None
-        self._password_tries += 1
-        host = self._owner.host
-        answers = []
-        for prompt, echo in prompts:
-            text = f"{host.name}: {prompt.strip() or 'password'}"
-            answer = await (cb(text) if echo else self._ask(text))  # only secret answers are kept
-            if answer is None:
-                return None
-            answers.append(answer)
-        return answers
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._owner._connection_lost(exc)
-
-
-class _Secrets(dict[str, str]):
-    """Passwords kept in memory, by prompt; their repr never shows them (logs, tracebacks, debuggers)."""
-
-    def __repr__(self) -> str:
-        return f"<{len(self)} password(s) kept in memory>"
-
-
-class _ProcStream:
-    def __init__(self, proc: asyncssh.SSHClientProcess[bytes]) -> None:
-        self._proc = proc
-
-    async def read(self, n: int = 65536) -> bytes:
-        return await self._proc.stdout.read(n)
-
-    @property
-    def returncode(self) -> int | None:
-        return self._proc.returncode
-
-
-class Connection:
-    """One host: an asyncssh connection opened on first use, kept alive, re-opened when lost."""
+class Connection(Channels):
+    """One host: an asyncssh connection opened on first use, kept alive, re-opened when lost; commands go
+    over it through `Channels` (`run`, `stream`, `open_connection`)."""
 
     def __init__(
         self,
@@ -192,11 +89,7 @@ class Connection:
         self._client_keys = list(client_keys) if client_keys is not None else None
         self._agent_path = agent_path
         self._user_known_hosts = user_known_hosts
-        self._budget = channel_budget
-        self._sem = asyncio.Semaphore(channel_budget)
-        # long-lived streams (log tails, the GPU sampler) may never hold the last channels: stop and
-        # status must still get through when many logs are followed
-        self._stream_sem = asyncio.Semaphore(max(1, channel_budget - STREAM_RESERVE))
+        self._init_channels(channel_budget)
         self._keepalive = (keepalive_interval, keepalive_count_max)
         self._connect_timeout = connect_timeout
         self._max_backoff = max_backoff
@@ -208,11 +101,10 @@ class Connection:
         self._reconnect: asyncio.Task[asyncssh.SSHClientConnection] | None = None
         self._fatal: RemoteError | None = None
         self._closing = False
-        self._keys: dict[str, asyncssh.SSHKey] = {}
-        self._key_notes: list[str] = []
+        self._identities = Identities(host, password_cb)
         # passwords the user typed, by prompt: kept in memory for the session so a reconnect does not ask
         # again (never written anywhere); dropped when the host refuses them
-        self._secrets = _Secrets()
+        self._secrets = Secrets()
         self._proxy: ProxyCommand | None = None
         self._closers: set[asyncio.Future[None]] = set()
         self.state = ConnState.CLOSED
@@ -240,36 +132,17 @@ class Connection:
         self._emit(ConnState.CONNECTING, f"connecting to {self.host.hostname}:{self.host.port}")
         known_paths = known_hosts_paths(self.host, self._user_known_hosts)
         known = load_known_hosts(known_paths)
-        client = _Client(self)
-        kwargs: dict[str, Any] = {
-            "port": self.host.port,
-            "known_hosts": known,
-            "config": None,
-            "client_factory": lambda: client,
-            "keepalive_interval": self._keepalive[0],
-            "keepalive_count_max": self._keepalive[1],
-            "connect_timeout": self._connect_timeout,
-        }
-        if self.host.user:
-            kwargs["username"] = self.host.user
-        if self.host.host_key_alias:  # OpenSSH looks the alias up alone (no address, no port)
-            kwargs["known_hosts"] = known_match(known, self.host, "")[:3]
-        if self._agent_path != ():
-            kwargs["agent_path"] = self._agent_path
-        if self._client_keys is not None:
-            kwargs["client_keys"] = self._client_keys
-        elif self.host.identities_only and self.host.identity_files:
-            # only these keys, from their files or the agent: never ~/.ssh/id_* or other agent keys
-            keys = await self._identity_keys()
-            kwargs["client_keys"] = keys or None  # asyncssh reads [] as "the default keys"
-            if keys:
-                kwargs["agent_identities"] = [k[0] if isinstance(k, tuple) else k for k in keys]
-            else:
-                kwargs["agent_path"] = None
-        elif any(Path(p).is_file() for p in self.host.identity_files):
-            keys = await self._identity_keys()
-            if keys:
-                kwargs["client_keys"] = keys
+        client = AuthClient(self.host, self.password_cb, self._secrets, self._connection_lost)
+        kwargs = await connect_options(
+            self.host,
+            known,
+            client,
+            self._identities,
+            client_keys=self._client_keys,
+            agent_path=self._agent_path,
+            keepalive=self._keepalive,
+            connect_timeout=self._connect_timeout,
+        )
         if self.host.proxy_command and self._tunnel is None:
             try:
                 self._proxy = await ProxyCommand.start(self.host)
@@ -286,110 +159,36 @@ class Connection:
                 self._emit(ConnState.UNREACHABLE, f"{self.host.name}: via {self._tunnel.host.name}: {exc}")
                 raise
         try:
-            conn = await _connect_learning_key_type(self.host.hostname, kwargs)
+            conn = await connect_learning_key_type(self.host.hostname, kwargs)
         except asyncssh.HostKeyNotVerifiable as exc:
             await self._end_proxy()
-            matched = known_match(known, self.host, client.addr)
-            revoked = revoked_keys(known, self.host, client.addr)
-            offered = client.offered_key
-            if "revoked" in str(exc.reason) or (
-                offered is not None and any(k.public_data == offered.public_data for k in revoked)
-            ):
-                if offered is not None:
-                    revoked = [offered]
-                err = HostKeyError(
-                    self.host,
-                    revoked[0] if len(revoked) == 1 else None,
-                    True,
-                    recorded_in(known_paths, self.host, client.addr, revoked=True),
-                    revoked=True,
-                )
-                self._emit(ConnState.HOST_KEY_CHANGED, str(err), fingerprint=err.fingerprint)
-                raise err from None
-            changed = bool(matched[0])
-            recorded = recorded_in(known_paths, self.host, client.addr) if changed else None
-            err = HostKeyError(self.host, client.offered_key, changed, recorded)
-            state = ConnState.HOST_KEY_CHANGED if changed else ConnState.HOST_KEY_UNKNOWN
+            state, err = host_key_failure(exc, self.host, known, known_paths, client)
             self._emit(state, str(err), fingerprint=err.fingerprint)
             raise err from None
         except asyncssh.PermissionDenied as exc:
             await self._end_proxy()
             for prompt in client.answers:
                 self._secrets.pop(prompt, None)
-            skipped = "".join(f"; {note}" for note in self._key_notes)
-            if self.host.identities_only and self.host.identity_files:
-                skipped += "; IdentitiesOnly: only " + ", ".join(self.host.identity_files) + " were offered"
-            err2 = AuthError(
-                f"{self.host.name}: authentication failed as {self.host.user or 'the current user'} "
-                f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password",
-                self.host,
-            )
-            self._emit(ConnState.AUTH_FAILED, str(err2))
-            raise err2 from None
+            auth = auth_failure(exc, self.host, self._identities.notes)
+            self._emit(ConnState.AUTH_FAILED, str(auth))
+            raise auth from None
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             await self._end_proxy()
             if proxy is not None:
                 await proxy.close()  # its stderr is read to the end
-                said = proxy.stderr_tail()
-                msg = (
-                    f"cannot reach {self.host.name} through its ProxyCommand `{proxy.command}`: "
-                    f"{said or exc or 'timed out'}; run that command by hand to see why"
-                )
-            else:
-                msg = (
-                    f"cannot reach {self.host.name} ({self.host.hostname}:{self.host.port}): "
-                    f"{exc or 'timed out'}; check that the host is up and that its hostname and port are "
-                    "right"
-                )
-            err3 = UnreachableError(msg)
-            self._emit(ConnState.UNREACHABLE, str(err3))
-            raise err3 from None
+            unreachable = unreachable_failure(exc, self.host, proxy)
+            self._emit(ConnState.UNREACHABLE, str(unreachable))
+            raise unreachable from None
         self._secrets.update(client.answers)
+        if conn.is_closed():
+            # lost between the handshake and here: its connection_lost came while no connection was
+            # current, so it scheduled no reconnect; keeping it would leave a dead connection marked up
+            lost = UnreachableError(f"{self.host.name}: the connection was lost as soon as it opened")
+            self._emit(ConnState.UNREACHABLE, str(lost))
+            raise lost
         self._conn = conn
         self._emit(ConnState.UP, f"connected to {self.host.hostname}:{self.host.port}")
         return conn
-
-    async def _identity_keys(self) -> list[asyncssh.SSHKey | tuple[asyncssh.SSHKey, str]]:
-        """The host's identity files, decrypted in memory; an encrypted one asks its passphrase through
-        `password_cb` (once per sgtui session: the key stays in memory, the passphrase is dropped)."""
-        keys: list[asyncssh.SSHKey | tuple[asyncssh.SSHKey, str]] = []
-        self._key_notes = []
-        for path in self.host.identity_files:
-            if not Path(path).is_file():
-                continue
-            key = self._keys.get(path) or await self._read_identity(path)
-            if key is None:
-                continue
-            self._keys[path] = key
-            cert = f"{path}-cert.pub"
-            keys.append((key, cert) if Path(cert).is_file() else key)
-        return keys
-
-    async def _read_identity(self, path: str) -> asyncssh.SSHKey | None:
-        try:
-            return asyncssh.read_private_key(path)
-        except OSError as exc:
-            self._key_notes.append(f"cannot read key {path} ({exc.strerror})")
-            return None
-        except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
-            if "passphrase" not in str(exc).lower():
-                self._key_notes.append(f"key {path} is not a private key sgtui can read ({exc})")
-                return None
-        if self.password_cb is None:
-            self._key_notes.append(f"key {path} is encrypted; load it into ssh-agent (ssh-add {path})")
-            return None
-        for _ in range(3):
-            passphrase = await self.password_cb(f"passphrase for key {path}")
-            if passphrase is None:
-                break
-            try:
-                return asyncssh.read_private_key(path, passphrase)
-            except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
-                if "bcrypt" in str(exc):
-                    self._key_notes.append(f"key {path} needs the bcrypt module; ssh-add it instead")
-                    return None
-        self._key_notes.append(f"no working passphrase for key {path}")
-        return None
 
     async def _ensure(self) -> asyncssh.SSHClientConnection:
         if self._closing:
@@ -479,77 +278,6 @@ class Connection:
         if self._conn is not None:
             self._conn.abort()
 
-    # -- channels -----------------------------------------------------------------------------------------
-    async def _create_process(self, command: str, encoding: str | None) -> asyncssh.SSHClientProcess[Any]:
-        """Open a channel, retrying refusals: sshd frees MaxSessions slots lazily (about 2.5 s in all)."""
-        delay = 0.005
-        while True:
-            conn = await self._ensure()
-            try:
-                return await conn.create_process(command, encoding=encoding, errors="replace")
-            except asyncssh.ChannelOpenError:
-                if delay > CHANNEL_RETRY_MAX_DELAY:
-                    raise
-                await asyncio.sleep(delay)
-                delay *= 2
-
-    async def run(
-        self, command: str | RemoteCommand, *, input: str | bytes | None = None, timeout: float | None = None
-    ) -> Result:
-        """Run one command to completion; output decoded as UTF-8 (bad bytes replaced)."""
-        if isinstance(command, RemoteCommand):
-            command, input = command.command, command.stdin
-        data = input.decode("utf-8") if isinstance(input, bytes) else input
-        async with self._sem:
-            try:
-                proc = await self._create_process(command, "utf-8")
-            except asyncssh.ChannelOpenError as exc:
-                raise RemoteError(
-                    f"{self.host.name} keeps refusing new SSH sessions ({exc.reason}): its sshd allows fewer "
-                    f"than the {self._budget} sgtui uses (MaxSessions); raise MaxSessions there or follow "
-                    "fewer logs on it"
-                ) from None
-            except (asyncssh.Error, OSError) as exc:
-                raise RemoteError(f"{self.host.name}: cannot run a command: {exc}") from None
-            try:
-                out, err = await asyncio.wait_for(proc.communicate(data), timeout)
-            except TimeoutError:
-                raise RemoteError(f"{self.host.name}: command timed out after {timeout} s") from None
-            except (asyncssh.Error, OSError) as exc:
-                raise RemoteError(f"{self.host.name}: connection failed during a command: {exc}") from None
-            finally:
-                proc.close()
-            return Result(
-                str(out or ""),
-                str(err or ""),
-                proc.exit_status,
-                proc.exit_signal[0] if proc.exit_signal else None,
-            )
-
-    @contextlib.asynccontextmanager
-    async def stream(self, command: str | RemoteCommand, *, long_lived: bool = True) -> AsyncIterator[Stream]:
-        """A command whose stdout is read as bytes; the channel is closed on exit. A stream that ends by
-        itself soon (a stop with progress lines) says `long_lived=False` and is rationed like `run`."""
-        stdin = None
-        if isinstance(command, RemoteCommand):
-            command, stdin = command.command, command.stdin
-        async with self._stream_sem if long_lived else contextlib.nullcontext(), self._sem:
-            proc = await self._create_process(command, None)
-            try:
-                if stdin is not None:
-                    proc.stdin.write(stdin)
-                    proc.stdin.write_eof()
-                yield _ProcStream(proc)
-            finally:
-                proc.close()
-
-    async def open_connection(
-        self, host: str, port: int
-    ) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
-        """A direct-tcpip channel to host:port as seen from the remote machine (no curl needed)."""
-        conn = await self._ensure()
-        return await conn.open_connection(host, port, encoding=None)
-
 
 Transport = Connection | LocalTransport
 
@@ -574,8 +302,6 @@ class ConnectionPool:
             return self._conns[name]
         host = self.hosts.get(name)
         if host is None:
-            from sgtui.core.errors import UserError
-
             known = ", ".join(sorted(self.hosts)) or "none configured"
             raise UserError(
                 f"unknown host {name!r}: add it to ~/.ssh/config or sgtui's hosts.yaml (known: {known})"

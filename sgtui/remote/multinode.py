@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sgtui.core import shell
-from sgtui.core.profile_nodes import format_address
+from sgtui.core.profiles.nodes import format_address
 from sgtui.remote.connection import ConnectionPool, RemoteError, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
 from sgtui.remote.runs import RunManager, RunRecord, StopResult, new_run_id

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from sgtui.core import shell
 from sgtui.core.bounded import short_repr
-from sgtui.core.profile_nodes import format_address, parse_address
+from sgtui.core.profiles.nodes import format_address, parse_address
 from sgtui.remote.connection import RemoteError
 from sgtui.remote.gpu import GpuSampler
 from sgtui.remote.multinode import _LISTENER, IDLE_MIB, MultiNode, NodeProblem, NodeRun, _reason

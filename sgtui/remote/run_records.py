@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sgtui.core import runscripts
+from sgtui.core.ages import age_words
 from sgtui.core.shell import BASH, ShellError
 from sgtui.remote.targets import Target
 
@@ -152,7 +153,7 @@ class StopPreview:
             )
             out = [
                 f"process group {self.pgid}: {self.members} process(es), owner {self.owner or '?'}, "
-                f"running for {_age(self.age_s)}",
+                f"running for {age_words(self.age_s)}",
                 f"leader: {shown}",
                 f"recorded: {_clip(shlex.join(self.recorded_argv))}",
             ]
@@ -168,17 +169,6 @@ class StopPreview:
 
 def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "an unknown time"
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s} s"
-    if s < 7200:
-        return f"{s // 60} min"
-    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def expected_leader(log_path: str, argv: Sequence[str]) -> list[str]:

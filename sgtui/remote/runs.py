@@ -11,7 +11,6 @@ and names what of the run is left outside the group.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import time
@@ -21,9 +20,10 @@ from typing import Any
 import asyncssh
 
 from sgtui.core import runscripts, shell
-from sgtui.core.nvsmi import GpuProcess, Value, advice
-from sgtui.remote.connection import RemoteError, Result, Transport
+from sgtui.remote.connection import Result, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
+from sgtui.remote.run_errors import ForeignRunError, GpusBusyError, PidReusedError, RunError, launch_failure
+from sgtui.remote.run_gpus import wait_gpus_free
 from sgtui.remote.run_records import (
     LOG_NAME,
     LeftProcess,
@@ -61,26 +61,6 @@ __all__ = [
 ]
 
 DEFAULT_RUNS_DIR = None  # the per-user default, resolved on the target: runscripts.DEFAULT_RUNS_DIR_TEXT
-
-
-class RunError(RemoteError):
-    """A run could not be launched, inspected or stopped; the message says which and why."""
-
-
-class PidReusedError(RunError):
-    """The recorded pid now belongs to another process: sgtui will not signal it."""
-
-
-class ForeignRunError(RunError):
-    """The run (or the runs dir) is not this user's, or its record cannot be verified: nothing is done."""
-
-
-class GpusBusyError(RunError):
-    """The GPUs were not freed in time; `holders` name who still holds memory."""
-
-    def __init__(self, message: str, holders: list[GpuProcess]) -> None:
-        super().__init__(message)
-        self.holders = holders
 
 
 def new_run_id() -> str:
@@ -159,7 +139,8 @@ class RunManager:
         script = runscripts.detach_script(self.runs_dir, name, argv, env, log_name=LOG_NAME, files=files)
         marker, result = await self._script(script, "launch the server")
         if "error" in marker:
-            raise RunError(self._launch_failure(marker, name, argv, result))
+            run_dir = f"{self.runs_dir or 'the runs dir'}/{name}"
+            raise RunError(launch_failure(marker, self.host, self.target, self.where, run_dir, argv, result))
         run_dir = str(marker.get("run_dir") or "")
         try:
             pid, pgid, start, boot = checked_ids(marker)
@@ -190,37 +171,6 @@ class RunManager:
             user=str(marker.get("user") or "") or None,
             node_rank=node_rank,
         )
-
-    def _launch_failure(
-        self, marker: Mapping[str, Any], run_id: str, argv: Sequence[str], result: Result
-    ) -> str:
-        error, why = str(marker["error"]), str(marker.get("why") or "")
-        exe = argv[0]
-        where = self.where
-        run_dir = f"{self.runs_dir or 'the runs dir'}/{run_id}"
-        if error == "log-exists":
-            return f"{self.host}: log {run_dir}/{LOG_NAME} already exists; refusing to reuse it"
-        if error == "not-executable":
-            return (
-                f"the interpreter {exe} does not exist or is not executable on {where}: set the profile's "
-                "`python:` to the python of the environment where SGLang is installed"
-            )
-        if error == "no-module":
-            module = argv[2].split(".")[0] if len(argv) > 2 else "its"
-            return (
-                f"{exe} on {where} has no {module} module: install SGLang into that environment, or set the "
-                "profile's `python:` to the environment that has it"
-            )
-        if error == "unsafe":
-            return (
-                f"{where}: refusing the runs dir: {why}. sgtui keeps runs only in a directory that is yours "
-                "alone; set runs_dir (hosts.yaml or the profile) to one, or fix its owner and mode"
-            )
-        if error == "no-home":
-            return f"{where}: {why}"
-        if error == "run-dir":
-            return explain_failure(self.host, self.target, result, f"create the run directory {run_dir}")
-        return explain_failure(self.host, self.target, result, f"write the run files in {run_dir}")
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run recorded under runs_dir (oldest first): what a restarted sgtui reattaches to. Runs
@@ -362,46 +312,5 @@ class RunManager:
     ) -> GpuSnapshot:
         """Wait until no process holds memory on `gpus` (default: the run's) and their used memory is
         at most `idle_mib`; on timeout raise GpusBusyError naming the holders (pid, name, container, MiB)."""
-        wanted = set(run.gpus if gpus is None else gpus)
-        deadline = time.monotonic() + timeout
-        while True:
-            snap = await sampler.query()
-            procs = await sampler.processes()
-            # a holder whose GPU cannot be told (a MIG instance, a GPU missing from the index list) counts
-            holders = [p for p in procs if not wanted or p.gpu_index is None or p.gpu_index in wanted]
-            busy = [
-                g
-                for g in snap.gpus
-                if (not wanted or g.index in wanted)
-                and (g.memory_used_mib.value is None or g.memory_used_mib.value > idle_mib)
-            ]
-            if snap.problem is None and not holders and not busy:
-                return snap
-            if time.monotonic() >= deadline:
-                raise GpusBusyError(_busy_message(self.host, wanted, holders, busy, snap, timeout), holders)
-            await asyncio.sleep(poll)
-
-
-def _busy_message(
-    host: str, wanted: set[int], holders: list[GpuProcess], busy: list[Any], snap: GpuSnapshot, timeout: float
-) -> str:
-    which = ", ".join(map(str, sorted(wanted))) if wanted else "all"
-    if snap.problem is not None:
-        problem = snap.problem
-        return (
-            f"{host}: cannot tell whether GPUs {which} are free: {problem.state.value} ({problem.detail}); "
-            f"{advice(problem)}"
-        )
-    parts = [
-        f"pid {p.pid} {p.name} ({p.container or 'host'}) {_mib(p.used_mib)} on "
-        + (f"GPU {p.gpu_index}" if p.gpu_index is not None else p.gpu_uuid or "an unknown GPU")
-        for p in holders
-    ]
-    if not parts:
-        parts = [f"GPU {g.index}: {_mib(g.memory_used_mib)} used by no listed process" for g in busy]
-    return f"{host}: GPUs {which} still busy after {timeout:.0f} s: " + "; ".join(parts)
-
-
-def _mib(value: Value) -> str:
-    """Memory as nvidia-smi gave it: a number, or the reason there is none (never a made-up 0)."""
-    return f"{value.value:.0f} MiB" if value.value is not None else f"unknown MiB ({value.reason})"
+        wanted = run.gpus if gpus is None else gpus
+        return await wait_gpus_free(self.host, wanted, timeout, sampler, idle_mib=idle_mib, poll=poll)

@@ -10,7 +10,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from sgtui.remote.hosts import HostConfig
 
 _log = logging.getLogger("sgtui.remote.connection")
 
@@ -45,6 +48,14 @@ class RemoteError(Exception):
 
 class UnreachableError(RemoteError):
     pass
+
+
+class AuthError(RemoteError):
+    """The host refused every key and password offered; nothing is retried until `reset()`."""
+
+    def __init__(self, message: str, host: HostConfig) -> None:
+        super().__init__(message)
+        self.host = host
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ import json
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -118,15 +117,6 @@ def test_run_file_names_must_be_plain() -> None:
 
 def _start_time(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
-
-
-@pytest.fixture
-def session_leader() -> Iterator[subprocess.Popen[bytes]]:
-    """A process that leads its own group and session, as a detached run's leader does."""
-    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def test_stop_refuses_a_pid_whose_start_time_differs(session_leader: subprocess.Popen[bytes]) -> None:

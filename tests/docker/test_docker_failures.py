@@ -18,7 +18,7 @@ from sgtui.remote.runs import RunError, RunManager, RunState
 from sgtui.remote.targets import Target, discover
 
 from .conftest import DockerRig
-from .dockerd import docker
+from .dockerd import docker, require_docker
 from .test_docker_runs import follow_until
 
 pytestmark = pytest.mark.docker
@@ -104,11 +104,13 @@ async def test_a_container_restarted_by_its_restart_policy_ends_the_run_and_says
 
 
 async def test_a_user_outside_the_docker_group_is_told_the_socket_refused_them(tmp_path: Path) -> None:
+    """Needs a running dockerd whose socket refuses that user (without one the refusal cannot happen)."""
     from sgtui.remote.connection import Connection
     from sgtui.remote.hosts import HostConfig
     from tests.remote.conftest import SYSTEM_PATH
     from tests.sshd import start_sshd
 
+    require_docker()
     user = f"sgtnd{uuid.uuid4().hex[:6]}"
     made = subprocess.run(
         ["useradd", "-m", "-p", "*", "-s", "/bin/bash", user], capture_output=True, text=True

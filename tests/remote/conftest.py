@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -113,3 +114,9 @@ async def sshd_conn(sshd: SshdServer, tmp_path: Path) -> AsyncIterator[Connectio
     c = sshd_connection(sshd, tmp_path)
     yield c
     await c.close()
+
+
+@pytest.fixture
+def victim(session_leader: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """Someone else's session leader: the process a planted record points at."""
+    return session_leader

@@ -134,6 +134,32 @@ async def test_a_lost_connection_comes_back_with_events(sim_server: SimSSHServer
     assert states[-1] is ConnState.UP
 
 
+async def test_a_connection_lost_as_soon_as_it_opened_is_not_kept_as_up(
+    conn: Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The link can drop between the handshake and the moment the connection becomes current (its
+    connection_lost then comes while there is none to lose): that attempt fails, the next one connects."""
+    from sgtui.remote import connection as module
+
+    real = module.connect_learning_key_type
+    cut = []
+
+    async def cut_once(hostname: str, kwargs: dict[str, object]) -> asyncssh.SSHClientConnection:
+        opened = await real(hostname, kwargs)
+        if not cut:
+            cut.append(opened)
+            opened.abort()
+            await opened.wait_closed()  # its connection_lost has run
+        return opened
+
+    monkeypatch.setattr(module, "connect_learning_key_type", cut_once)
+    with pytest.raises(UnreachableError, match="lost as soon as it opened"):
+        await conn.run("true")
+    assert conn.state is ConnState.UNREACHABLE
+    assert (await conn.run("echo back")).stdout == "back\n"
+    assert conn.state is ConnState.UP and len(cut) == 1
+
+
 async def test_reconnect_backs_off_while_the_host_is_down(fake_bin: Path, tmp_path: Path) -> None:
     server = await SimSSHServer(env=host_env(fake_bin)).start()
     port = server.port

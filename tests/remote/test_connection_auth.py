@@ -8,7 +8,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sgtui.remote import connection, known_hosts
+from sgtui.remote import channels, known_hosts
 from sgtui.remote.connection import (
     AuthError,
     Connection,
@@ -209,7 +209,7 @@ async def test_a_failing_event_subscriber_does_not_stop_the_reconnect(
 async def test_a_host_that_keeps_refusing_sessions_says_what_to_change(
     fake_bin: Path, tmp_path: Path, connect_to: ConnFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(connection, "CHANNEL_RETRY_MAX_DELAY", 0.02)  # give up quickly
+    monkeypatch.setattr(channels, "CHANNEL_RETRY_MAX_DELAY", 0.02)  # give up quickly
     async with SimSSHServer(env=host_env(fake_bin), max_sessions=1) as server:
         conn = await connect_to(server)
         async with conn.stream("exec cat"):  # takes the only session the host allows

@@ -116,15 +116,6 @@ async def test_the_default_runs_dir_is_the_target_users_xdg_state_dir(
             await server.close()
 
 
-@pytest.fixture
-def victim() -> Iterator[subprocess.Popen[bytes]]:
-    """Someone else's session leader: the process a planted record points at."""
-    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
 def _plant(runs: Path, name: str, pid: int, start: int | None) -> Path:
     """A record exactly as a launch writes it, pointing at `pid` (start time and boot id read from /proc)."""
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -381,3 +372,56 @@ async def test_nothing_inside_a_record_can_forge_a_line_of_the_listing(
     assert [r.id for r in listed] == ["20990101-000000-aaaaaa", "20990101-000000-cccccc"]
     assert listed[0].foreign and "writable by group" in listed[0].foreign
     assert listed[1].foreign == "its command.json is damaged"
+
+
+def slow_to_look(fake_bin: Path) -> Path:
+    """A `seq` on the target's PATH that takes 0.3 s: the launch script looks at its new process only
+    after that, when a server that exits at once is gone (reaped) already. Returns the file it touches."""
+    touched = fake_bin / "seq-called"
+    real = shutil.which("seq", path=SYSTEM_PATH)
+    (fake_bin / "seq").write_text(f'#!/bin/sh\n: > {touched}\nsleep 0.3\nexec {real} "$@"\n')
+    (fake_bin / "seq").chmod(0o755)
+    return touched
+
+
+def missing_interpreter(tmp_path: Path) -> Path:
+    """A server script whose interpreter does not exist: it exits at once (126/127), saying why."""
+    script = tmp_path / "bin" / "bad-server"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text("#!/nonexistent/python3\nprint('never')\n")
+    script.chmod(0o755)
+    return script
+
+
+async def instant_exit_is_ours(mgr: RunManager, script: Path, victim: subprocess.Popen[bytes]) -> None:
+    """The launch records the run's start time although it ended before the script looked; the run lists
+    as ours, ended with its exit code and log; a planted `start: null` record next to it stays foreign."""
+    run = await mgr.launch([str(script)])
+    assert run.start is not None and run.pid == run.pgid
+    planted = _plant(Path(run.run_dir).parent, "20990101-000000-bbbbbb", victim.pid, None)
+    listed = {r.id: r for r in await mgr.list_runs()}
+    assert listed[run.id].foreign is None and listed[run.id].start == run.start
+    await _until(lambda: Path(run.log_path + ".rc").exists())
+    status = await mgr.status(listed[run.id])
+    assert status.state is RunState.EXITED and status.rc in (126, 127)
+    assert f"{script}: " in Path(run.log_path).read_text()  # the shell's own words on why it failed
+    assert sorted(p.name for p in Path(run.run_dir).iterdir()) == [
+        "command.json",
+        "env",
+        "run.json",
+        "server.log",
+        "server.log.rc",
+    ]
+    assert "start: null" in (listed[planted.name].foreign or "")
+    assert (await mgr.status(listed[planted.name])).state is RunState.FOREIGN
+    with pytest.raises(ForeignRunError):
+        await mgr.stop(listed[planted.name], grace=0.1)
+    assert victim.poll() is None
+
+
+async def test_a_run_that_exits_before_the_launch_looks_is_ours_and_ended(
+    manager: RunManager, fake_bin: Path, tmp_path: Path, victim: subprocess.Popen[bytes]
+) -> None:
+    touched = slow_to_look(fake_bin)
+    await instant_exit_is_ours(manager, missing_interpreter(tmp_path), victim)
+    assert touched.exists()  # the script did look late

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from tests.sshd import SshdServer
 
 from .conftest import sshd_connection
 from .test_runs import SERVER
+from .test_runs_safety import instant_exit_is_ours, missing_interpreter, slow_to_look
 
 pytestmark = pytest.mark.sshd
 
@@ -47,5 +49,19 @@ async def test_a_run_outlives_its_session_and_stops_with_kill_when_term_is_ignor
         second = await mgr.launch([str(server_script)])
         assert second.log_path != run.log_path
         assert (await mgr.stop(second, grace=2)).signal == "TERM"
+    finally:
+        await conn.close()
+
+
+async def test_a_run_that_exits_before_the_launch_looks_is_ours_over_openssh(
+    sshd: SshdServer, fake_bin: Path, tmp_path: Path, victim: subprocess.Popen[bytes]
+) -> None:
+    touched = slow_to_look(fake_bin)
+    conn = sshd_connection(sshd, tmp_path)
+    try:
+        await instant_exit_is_ours(
+            RunManager(conn, Target(), str(tmp_path / "runs")), missing_interpreter(tmp_path), victim
+        )
+        assert touched.exists()
     finally:
         await conn.close()

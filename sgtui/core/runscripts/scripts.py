@@ -58,8 +58,10 @@ def detach_script(
 
     Creates the runs dir when missing (0700), refuses an unsafe one, an existing log or run dir, writes
     `files` and the env file, checks the interpreter, starts the runner, and prints one marker (also saved
-    as run.json): {"pid","pgid","sid","start","boot","uid","user","run_dir"} plus "saved". A failure
-    before the server started prints {"error", "why"} and removes the run dir it created.
+    as run.json): {"pid","pgid","sid","start","boot","uid","user","run_dir"} plus "saved". The start
+    time is read by the child itself before it execs, so a server that exits before this script looks
+    still gets one ("start": null only when the child died before it could read it). A failure before
+    the server started prints {"error", "why"} and removes the run dir it created.
     """
     inner_command(argv, env)  # validates every word and the env (NUL, size, names)
     checked_env = check_env(env)
@@ -113,8 +115,11 @@ def detach_script(
         + exe_check
         # noclobber creates the log only if it does not exist yet: two launches can never share one
         + '( set -C; : > "$log" ) || { [ -e "$log" ] && fail log-exists; fail write; }\n'
-        + f'setsid nohup {shlex.join(BASH)} -c {shlex.quote(RUNNER)} "$log" {shlex.join(argv)}'
-        + ' >> "$log" 2>&1 < /dev/null &\n'
+        # the child records its own start time before it execs (same pid, same start time), so a server
+        # that exits before this script looks at it still has a verifiable record
+        + '( proc_stat "$BASHPID" && printf \'%s\' "$st_start" > "$d/.start"; '
+        + f'exec setsid nohup {shlex.join(BASH)} -c {shlex.quote(RUNNER)} "$log" {shlex.join(argv)}'
+        + ' ) >> "$log" 2>&1 < /dev/null &\n'
         + "pid=$!; made=\n"
         + "start=null\n"
         + "for _ in $(seq 1 400); do\n"
@@ -123,6 +128,9 @@ def detach_script(
         + '  [ "$st_pgrp" = "$pid" ] && [ "$st_sid" = "$pid" ] && break\n'
         + "  sleep 0.005\n"
         + "done\n"
+        + 'if [ "$start" = null ]; then { read -r start < "$d/.start"; } 2>/dev/null; '
+        + "[[ $start =~ ^[0-9]{1,20}$ ]] || start=null; fi\n"
+        + 'rm -f -- "$d/.start"\n'
         + "boot=$(boot_id)\n"
         + "user=$(id -un 2>/dev/null) || user=$ME\n"
         + 'json=$(printf \'{"pid":%s,"pgid":%s,"sid":%s,"start":%s,"boot":"%s","uid":%s,"user":"%s",'

@@ -5,19 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from sgtui.core.ages import age_text
+
+__all__ = ["STALE_AFTER_S", "Ages", "age_text"]  # age_text: how the views print an age (core/ages.py)
+
 STALE_AFTER_S = 15.0  # a few missed samples or polls: the value is shown, marked "last seen N s ago"
-
-
-def age_text(seconds: float | None) -> str:
-    """'3s', '2m05s', '1h02m': short enough for a fleet row."""
-    if seconds is None:
-        return ""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 class Ages:

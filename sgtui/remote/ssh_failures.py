@@ -1,0 +1,73 @@
+"""What a failed `asyncssh.connect` means for the user: a host key that is unknown, changed or revoked
+(with the known_hosts file and line that holds it), refused credentials, or a host that cannot be reached
+(directly or through its ProxyCommand). Each is one error whose message says what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import asyncssh
+
+from sgtui.remote.hosts import HostConfig
+from sgtui.remote.known_hosts import HostKeyError, known_match, recorded_in, revoked_keys
+from sgtui.remote.proxy import ProxyCommand
+from sgtui.remote.ssh_auth import AuthClient
+from sgtui.remote.transport import AuthError, ConnState, UnreachableError
+
+
+def host_key_failure(
+    exc: asyncssh.HostKeyNotVerifiable,
+    host: HostConfig,
+    known: asyncssh.SSHKnownHosts,
+    known_paths: Sequence[Path],
+    client: AuthClient,
+) -> tuple[ConnState, HostKeyError]:
+    """The offered key is revoked, changed (another key is recorded) or unknown: the state to show and
+    the error to raise."""
+    matched = known_match(known, host, client.addr)
+    revoked = revoked_keys(known, host, client.addr)
+    offered = client.offered_key
+    if "revoked" in str(exc.reason) or (
+        offered is not None and any(k.public_data == offered.public_data for k in revoked)
+    ):
+        if offered is not None:
+            revoked = [offered]
+        err = HostKeyError(
+            host,
+            revoked[0] if len(revoked) == 1 else None,
+            True,
+            recorded_in(known_paths, host, client.addr, revoked=True),
+            revoked=True,
+        )
+        return ConnState.HOST_KEY_CHANGED, err
+    changed = bool(matched[0])
+    recorded = recorded_in(known_paths, host, client.addr) if changed else None
+    err = HostKeyError(host, client.offered_key, changed, recorded)
+    return (ConnState.HOST_KEY_CHANGED if changed else ConnState.HOST_KEY_UNKNOWN), err
+
+
+def auth_failure(exc: asyncssh.PermissionDenied, host: HostConfig, key_notes: Sequence[str]) -> AuthError:
+    """Every key and password was refused: which user, why each identity file was skipped."""
+    skipped = "".join(f"; {note}" for note in key_notes)
+    if host.identities_only and host.identity_files:
+        skipped += "; IdentitiesOnly: only " + ", ".join(host.identity_files) + " were offered"
+    return AuthError(
+        f"{host.name}: authentication failed as {host.user or 'the current user'} "
+        f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password",
+        host,
+    )
+
+
+def unreachable_failure(exc: BaseException, host: HostConfig, proxy: ProxyCommand | None) -> UnreachableError:
+    """The host did not answer; through a ProxyCommand (already closed) its own words say why."""
+    if proxy is not None:
+        said = proxy.stderr_tail()
+        return UnreachableError(
+            f"cannot reach {host.name} through its ProxyCommand `{proxy.command}`: "
+            f"{said or exc or 'timed out'}; run that command by hand to see why"
+        )
+    return UnreachableError(
+        f"cannot reach {host.name} ({host.hostname}:{host.port}): "
+        f"{exc or 'timed out'}; check that the host is up and that its hostname and port are right"
+    )
