@@ -57,9 +57,11 @@ class LocalTransport:
         try:
             out, err = await asyncio.wait_for(proc.communicate(data), timeout)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
+            await _end(proc, 9)
             raise RemoteError(f"local command timed out after {timeout} s") from None
+        except asyncio.CancelledError:
+            await _end(proc, 9)
+            raise
         rc = proc.returncode
         sig = None
         if rc is not None and rc < 0:
@@ -88,11 +90,7 @@ class LocalTransport:
         try:
             yield _LocalStream(proc)
         finally:
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, 15)
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(proc.wait(), 2)
+            await _end(proc, 15)
 
     async def open_connection(
         self, host: str, port: int
@@ -102,6 +100,20 @@ class LocalTransport:
     async def close(self) -> None:
         self.state = ConnState.CLOSED
         self._subs.emit(ConnectionEvent(self.host.name, ConnState.CLOSED, "local"))
+
+
+async def _end(proc: asyncio.subprocess.Process, sig: int) -> None:
+    """Signal the command's own process group (start_new_session: pgid = its pid) while it runs, reap it,
+    and close its transport: one left open (output not read to the end) is collected after the event loop
+    closed, which raises there."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), 2)
+    transport = getattr(proc, "_transport", None)  # asyncio's Process has no public close()
+    if transport is not None:
+        transport.close()  # SIGKILLs the command if TERM did not end it
 
 
 class _LocalStream:

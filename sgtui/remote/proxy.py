@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 
 from sgtui.remote.hosts import HostConfig, expand_proxy_command
@@ -53,15 +54,30 @@ class ProxyCommand:
         return lines[-1][:300] if lines else ""
 
     async def close(self) -> None:
+        """End its process group (a pipeline such as `relay | cat` outlives the shell otherwise, holding
+        stderr open), read stderr to its end, and close the subprocess transport in every case: left
+        open, it is collected after the event loop closed ("Event loop is closed")."""
         self.sock.close()
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.terminate()
-            try:
-                await asyncio.wait_for(self.proc.wait(), 2)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.kill()
-                await self.proc.wait()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._reader, 1)
+        self._signal_group(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.proc.wait(), 2)
+        except TimeoutError:
+            self._signal_group(signal.SIGKILL)
+            await self.proc.wait()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._reader), 2)
+        except TimeoutError:  # a member of the group ignored TERM and still holds stderr
+            self._signal_group(signal.SIGKILL)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._reader), 2)
+        except Exception:
+            pass
+        self._reader.cancel()
+        transport = getattr(self.proc, "_transport", None)  # asyncio's Process has no public close()
+        if transport is not None:
+            transport.close()
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        """Its own process group only (start_new_session: pgid = its pid); never anything else."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)

@@ -366,6 +366,12 @@ class SimSSHServer:
                     os.killpg(proc.pid, signal.SIGKILL)
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=2.0)
+        for proc in list(self._procs):  # unreaped (a stray child holds its pipes): closed now, not later
+            if (transport := getattr(proc, "_transport", None)) is not None:
+                transport.close()
+        for task in (left := list(self._tasks)):
+            task.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)

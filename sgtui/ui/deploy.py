@@ -74,6 +74,8 @@ class DeployActions:
             return
         flag, value, _ = fix
         await self.app.form.set_flag(flag, value)
+        if not self.app.is_running:  # the app is shutting down: its screen is going
+            return
         self.app.notify(f"applied {as_flag(flag, value)}", timeout=6)
         if self._profile_to_launch() is not None:
             self.ask_fit_first(what, go)  # the fix is checked like any other flags
@@ -251,6 +253,8 @@ class DeployActions:
             if choice.action == "open" and choice.path is not None:
                 d.open(profile_ops.load(choice.path), choice.path)
                 await app.flags.rebuild(keep_edits=False)
+                if not app.is_running:  # shut down while the form was rebuilt: nothing left to draw
+                    return
                 app.connect(d.host)
                 if app.fleet.host(d.host).state == "connected":
                     app.deployment_connected()

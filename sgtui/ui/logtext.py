@@ -16,6 +16,8 @@ def strip_ansi(text: str) -> str:
 def clean_line(line: str) -> str:
     """A line as a terminal would finally show it: colours removed, only the last `\\r` rewrite kept, and no
     control character left that a terminal would act on (C0 but tab, all of C1: see `strip_controls`)."""
+    if line.isprintable():  # no escape, \r or other control: nothing below would change it (most lines)
+        return line
     text = strip_ansi(line)
     if "\r" in text:
         parts = [p for p in text.split("\r") if p]

@@ -35,11 +35,12 @@ class ContainersFound(Message):
 class FlagTableRead(Message):
     """The flag table for the target's SGLang (its own, or the shipped fallback with `problem`)."""
 
-    def __init__(self, host: str, table: Any, problem: str | None) -> None:
+    def __init__(self, host: str, table: Any, problem: str | None, target: str = "bare host") -> None:
         super().__init__()
         self.host = host
         self.table = table
         self.problem = problem
+        self.target = target  # the target's label: an answer for a target since left is dropped
 
 
 class VersionDetected(Message):
@@ -73,12 +74,15 @@ class RunsListed(Message):
 class ModelConfigRead(Message):
     """The model's config.json from the target, for the fit; `error` when it could not be read."""
 
-    def __init__(self, host: str, model: str, got: dict[str, Any] | None, error: str = "") -> None:
+    def __init__(
+        self, host: str, model: str, got: dict[str, Any] | None, error: str = "", target: str = "bare host"
+    ) -> None:
         super().__init__()
         self.host = host
         self.model = model
         self.got = got
         self.error = error
+        self.target = target  # the target's label, as for FlagTableRead
 
 
 class RunStarted(Message):

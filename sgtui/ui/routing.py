@@ -114,8 +114,14 @@ class Routing(Base):
             if c.kind != "host" and c.status == "running":
                 self.controller.list_runs(message.host, c)
 
+    def _for_deployment(self, host: str, target: str) -> bool:
+        """An answer about the deployment's target now, not one asked for before a retarget (answers
+        from two targets can arrive in either order: the late one of the old target must not win)."""
+        d = self.deployment
+        return self.is_running and host == d.host and target == d.target_label
+
     def on_version_detected(self, message: m.VersionDetected) -> None:
-        if not self.is_running or message.host != self.deployment.host:
+        if not self._for_deployment(message.host, message.target):
             return
         if message.version is None:
             self.notify(
@@ -134,7 +140,7 @@ class Routing(Base):
         self.flags.schedule_fit()
 
     def on_flag_table_read(self, message: m.FlagTableRead) -> None:
-        if not self.is_running or message.host != self.deployment.host:
+        if not self._for_deployment(message.host, message.target):
             return
         if message.problem:
             self.notify(message.problem, severity="warning", timeout=10)
@@ -147,7 +153,9 @@ class Routing(Base):
         self.draw_status()
 
     def on_model_config_read(self, message: m.ModelConfigRead) -> None:
-        if not self.is_running or message.host != self.deployment.host:
+        if not self._for_deployment(message.host, message.target):
+            return
+        if message.model != self.deployment.model_for:  # --model-path changed since it was asked for
             return
         self.deployment.set_model(message.got, message.error)
         self.flags.schedule_fit()

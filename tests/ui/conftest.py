@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from sgtui.core.profiles import Profile, load_profile
@@ -31,23 +32,53 @@ def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def wait_for(
     pilot: Pilot[Any], condition: Callable[[], Any], timeout: float = 10.0, what: str = ""
 ) -> None:
-    """Let the app run until `condition()` is true; fail with `what` when it never becomes true."""
+    """Let the app run until `condition()` is true; fail with `what` when it never becomes true.
+
+    A widget the condition queries may be absent for a moment (a form or pane being replaced): that is
+    "not yet", and the last such miss is named if the wait times out."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    missed: NoMatches | None = None
+    while True:
+        try:
+            if condition():
+                return
+        except NoMatches as exc:
+            missed = exc
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
+            why = f" ({missed})" if missed else ""
+            raise AssertionError(f"timed out waiting for {what or condition}{why}")
         await pilot.pause(0.02)
+
+
+async def press_until(
+    pilot: Pilot[Any], key: str, condition: Callable[[], Any], what: str, timeout: float = 10.0
+) -> None:
+    """Press `key`, then wait for what it does: `press` returns once the queues it saw are drained, and a
+    key bubbling from the focused widget up to the app's binding can take longer on a loaded machine."""
+    await pilot.press(key)
+    await wait_for(pilot, condition, timeout, what)
 
 
 async def launch_anyway(pilot: Pilot[Any], app: Any, key: str = "l") -> None:
     """Press l (or r); when the fit says the launch fails and asks, answer "launch anyway" (y).
 
     The seeds' 0.5.9 profile is predicted to fail (and does, in the scripted logs): tests that are about
-    what follows a launch get past the question this way; test_truth_flows tests the question itself."""
+    what follows a launch get past the question this way; test_truth_flows tests the question itself.
+    It waits for the key to reach the fit check (where the question is asked, or not), never a fixed
+    number of pauses."""
     from sgtui.ui.screens.fit_confirm import FitConfirmScreen
 
-    await pilot.press(key)
-    await pilot.pause()
+    checked: list[str] = []
+    ask = app.deploy.ask_fit_first
+
+    def asked(what: str, go: Callable[[], None]) -> None:
+        checked.append(what)
+        ask(what, go)
+
+    app.deploy.ask_fit_first = asked
+    try:
+        await press_until(pilot, key, lambda: checked, f"{key} to reach the fit check")
+    finally:
+        del app.deploy.ask_fit_first
     if isinstance(app.screen, FitConfirmScreen):
-        await pilot.press("y")
-        await pilot.pause()
+        await press_until(pilot, "y", lambda: not isinstance(app.screen, FitConfirmScreen), "the answer")

@@ -9,7 +9,7 @@ from sgtui.core.profiles import Profile
 from sgtui.core.sglang.flags import table_for
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.widgets.launch_form import LaunchForm
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import launch_anyway, wait_for
 from tests.ui.fakes import FakeBackend
 
 SIZE = (120, 40)
@@ -32,8 +32,10 @@ async def test_the_form_validation_and_launch_follow_the_targets_table(profile: 
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.flag_table is not None, what="the target's table")
         assert app.sub_title.endswith("flags from the target (0.5.9)")
-        await wait_for(pilot, lambda: "--target-only-knob" in app.query_one(LaunchForm).catalogue)
-        form = app.query_one(LaunchForm)
+        # app.form is the form in use: the one for the target's table once it is mounted whole
+        await wait_for(pilot, lambda: "--target-only-knob" in app.form.catalogue, what="the rebuilt form")
+        form = app.form
+        assert form.is_mounted and app.query_one(LaunchForm) is form
         assert (
             form.catalogue["--target-only-knob"].known
             and form.catalogue["--target-only-knob"].help == "only here"
@@ -42,8 +44,7 @@ async def test_the_form_validation_and_launch_follow_the_targets_table(profile: 
         # the fit types the form's values with the same table (a flag only the target has is no error)
         await wait_for(pilot, lambda: app.fit_inputs.flags is app.flag_table, what="the fit's table")
         assert app.fit_function(form.values(), app.fit_inputs)["sglang_version"] == "0.5.9"
-        await pilot.press("l")  # the fit says 0.5.9 fails here, so sgtui asks first
-        await pilot.press("y")  # launch anyway
+        await launch_anyway(pilot, app)  # the fit says 0.5.9 fails here, so sgtui asks first: launch anyway
         await wait_for(pilot, lambda: backend.launched, what="launch")
         launched = backend.launched[0]
         assert launched.argv[-2:] == ["--target-only-knob", "3"]

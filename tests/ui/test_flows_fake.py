@@ -23,7 +23,7 @@ from sgtui.ui.widgets.fit_panel import FitPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.widgets.timeline import Timeline
-from tests.ui.conftest import launch_anyway, wait_for
+from tests.ui.conftest import launch_anyway, press_until, wait_for
 from tests.ui.fakes import A6000_MIB, FakeBackend, gpus
 from tests.ui.scripts import failing_log, ready_log
 
@@ -140,10 +140,8 @@ async def test_a_bad_flag_value_is_shown_at_the_flag_and_blocks_the_launch(profi
         assert field.error.startswith("--mem-fraction-static:") and "lots" in field.error
         assert field.has_class("-invalid")
         app.query_one(LogView).focus()
-        await pilot.press("l")
-        await pilot.pause(0.1)
+        await press_until(pilot, "l", lambda: app.query_one(TabbedContent).active == "flags", "the flags tab")
         assert backend.launched == []
-        assert app.query_one(TabbedContent).active == "flags"
         assert any("--mem-fraction-static" in n.message for n in app._notifications)
 
 
@@ -394,7 +392,7 @@ async def test_opening_another_profile_replaces_the_form(profile: Profile) -> No
 
     app = make_app(FakeBackend(), profile)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("p")
+        await press_until(pilot, "p", lambda: app.screen.query(OptionList), "the profiles screen")
         options = app.screen.query_one(OptionList)
         wanted = str(REPO / "profiles" / "llama31-8b-h100.yaml")
         index = next(
@@ -427,12 +425,13 @@ async def test_a_restart_right_after_applying_a_fix_predicts_with_the_fix(profil
 async def test_the_welcome_lines_fit_the_log_at_80_columns_so_no_key_is_cut_off(profile: Profile) -> None:
     app = make_app(FakeBackend(), profile)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
         log = app.query_one(LogView)
-        width = log.scrollable_content_region.width
-        lines = list(log.lines)
-        assert len(lines) >= 5 and width > 0
-        assert all(len(line) <= width for line in lines), (width, lines)
+
+        def fits() -> bool:  # once laid out at 80 columns ("-narrow" applies a layout pass after mount)
+            width = log.scrollable_content_region.width
+            return len(log.lines) >= 5 and width > 0 and all(len(line) <= width for line in log.lines)
+
+        await wait_for(pilot, fits, what="every welcome line within the log's width")
 
 
 async def test_the_log_status_at_80_columns_keeps_the_end_of_the_log_path(profile: Profile) -> None:

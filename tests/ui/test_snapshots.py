@@ -114,6 +114,8 @@ async def steady(app: SgtuiApp, pilot: Pilot[Any]) -> None:
 async def _failed(app: SgtuiApp, pilot: Pilot[Any]) -> None:
     await launch_anyway(pilot, app)
     await wait_for(pilot, lambda: app.run_state == "failed", what="the failure")
+    # the failure is known at the traceback; the log's last lines (and the view's scroll) come after
+    await wait_for(pilot, lambda: _log_at_end(app), what="the log followed to its end")
 
 
 def _log_at_end(app: SgtuiApp) -> bool:

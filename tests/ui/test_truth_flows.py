@@ -16,7 +16,7 @@ from sgtui.ui.screens.fit_confirm import FitConfirmScreen
 from sgtui.ui.screens.profiles import ProfilesScreen
 from sgtui.ui.views import RunView
 from sgtui.ui.widgets.fit_panel import FitPanel
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import launch_anyway, press_until, wait_for
 from tests.ui.fakes import FakeBackend
 from tests.ui.scripts import failing_log, ready_log
 
@@ -41,15 +41,12 @@ async def test_l_on_a_launch_the_fit_says_fails_asks_first_and_escape_launches_n
         await fitted(pilot, app)
         assert app.fit_report is not None and app.fit_report["verdict"] == "fails"
         assert "fit FAILS" in status(app)  # on the log tab, where the app opens
-        await pilot.press("l")
-        await pilot.pause()
-        assert isinstance(app.screen, FitConfirmScreen)
+        await press_until(pilot, "l", lambda: isinstance(app.screen, FitConfirmScreen), "the question")
         shown = str(app.screen.query_one("#fit-confirm-text").render())
         assert "Not enough memory" in shown and "Best fix: --" in shown
-        await pilot.press("escape")
+        await press_until(pilot, "escape", lambda: not isinstance(app.screen, FitConfirmScreen), "gone")
         await pilot.pause(0.2)
         assert backend.launched == []
-        assert not isinstance(app.screen, FitConfirmScreen)
 
 
 async def test_apply_the_fix_and_launch_launches_with_the_fix(profile: Profile) -> None:
@@ -59,8 +56,7 @@ async def test_apply_the_fix_and_launch_launches_with_the_fix(profile: Profile) 
         await fitted(pilot, app)
         fix = FitConfirmScreen(app.fit_report).fix
         assert fix is not None
-        await pilot.press("l")
-        await pilot.pause()
+        await press_until(pilot, "l", lambda: isinstance(app.screen, FitConfirmScreen), "the question")
         await pilot.press("f")
         await wait_for(pilot, lambda: backend.launched, what="the launch")
         assert backend.launched[0].sglang[fix[0]] == fix[1]
@@ -138,9 +134,7 @@ async def test_quitting_with_unsaved_flag_edits_asks_and_defaults_to_no(profile:
         await pilot.pause()
         app.main.query_one(TabbedContent).active = "log"
         app.log_pane.log.focus()
-        await pilot.press("q")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await press_until(pilot, "q", lambda: isinstance(app.screen, ConfirmScreen), "the quit question")
         await pilot.press("escape")
         await pilot.pause()
         assert app.is_running
@@ -156,12 +150,8 @@ async def test_r_names_sgtuis_own_run_holding_the_gpus_and_offers_to_stop_it(pro
         app.follow(old, None, fresh=False)
         await wait_for(pilot, lambda: app.session is not None and not app.session.alive, what="old run ended")
         await wait_for(pilot, lambda: any(r.run_id == "run-live" for r in app.fleet.host("pve").runs))
-        await pilot.press("r")
-        await pilot.pause()
-        if isinstance(app.screen, FitConfirmScreen):
-            await pilot.press("y")
-            await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await launch_anyway(pilot, app, "r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the holder question")
         assert "run-live holds GPU 0,1" in str(app.screen.query_one("#confirm-question").render())
         await pilot.press("y")
         await wait_for(pilot, lambda: backend.stopped == ["run-live"], what="the holder stopped")
@@ -173,9 +163,7 @@ async def test_a_profile_named_in_markup_opens_and_its_profiles_screen_too(profi
     app = SgtuiApp(FakeBackend(), hostile, theme="textual-dark")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("p")
-        await pilot.pause()
-        assert isinstance(app.screen, ProfilesScreen)
+        await press_until(pilot, "p", lambda: isinstance(app.screen, ProfilesScreen), "the profiles screen")
         assert "[/][/opt/x][bold][@click=app.quit]" in str(app.screen.query_one("#profiles-title").render())
         app.notify("remote said [/] and [rank0] [@click=app.quit]")
         await pilot.pause()

@@ -35,10 +35,11 @@ class FlagsPane(Horizontal):
         self.fit_function = fit_function
         self._fit_timer: Timer | None = None
         self._rebuilding = asyncio.Lock()
+        self._form = self._new_form()
         self.fit_error = ""  # why the fit panel shows no verdict ("fix the flags first: ...")
 
     def compose(self) -> ComposeResult:
-        yield self._new_form()
+        yield self._form
         with VerticalScroll(id="fit-scroll"):
             yield FitPanel(id="fit")
             yield Input(placeholder="GPU: name or size (A6000, 48GiB)", id="fit-gpu", classes="-hidden")
@@ -73,18 +74,25 @@ class FlagsPane(Horizontal):
 
     @property
     def form(self) -> LaunchForm:
-        return self.query_one(LaunchForm)
+        """The form in use. While a rebuild swaps it, still the one being replaced (its values are the
+        ones carried over) until the new one is mounted whole: never none, never a half-composed one."""
+        return self._form
 
     async def rebuild(self, keep_edits: bool = True) -> None:
         """A new form for the deployment's version; `keep_edits` carries the typed values over (a version
         change), otherwise the profile's own values show (a profile was opened)."""
         async with self._rebuilding:  # one at a time: two interleaved would leave two forms
-            if not self.is_attached or self.form.catalogue is self.deployment.catalogue:
+            if not self.is_attached or self._form.catalogue is self.deployment.catalogue:
                 return  # shutting down, or already showing these flags (a version and its table both ask)
             if keep_edits:
-                self.deployment.keep_values(self.form.values())
-            await self.form.remove()
-            await self.mount(self._new_form(), before="#fit-scroll")
+                self.deployment.keep_values(self._form.values())
+            new = self._new_form()
+            await self._form.remove()
+            if not (self.is_attached and self.app.is_running):  # the app began to exit meanwhile
+                return
+            await self.mount(new, before="#fit-scroll")
+            self._form = new
+        self.schedule_fit()  # the new form's own fit (one started meanwhile waited for it)
 
     # the fit -------------------------------------------------------------------------------------------
     @on(LaunchForm.Edited)
@@ -102,10 +110,9 @@ class FlagsPane(Horizontal):
         self._fit_timer = self.set_timer(FIT_DEBOUNCE_S, self._start_fit)
 
     def _start_fit(self) -> None:
-        if not self.is_attached:  # a debounce timer firing during shutdown
+        if not (self.is_attached and self.app.is_running):  # a debounce timer firing during shutdown
             return
-        if not self.query(LaunchForm):  # the form is being rebuilt for another version: soon
-            self.schedule_fit()
+        if self._rebuilding.locked():  # the form is being rebuilt for another version: it fits when done
             return
         d = self.deployment
         d.fit_generation += 1
@@ -132,14 +139,14 @@ class FlagsPane(Horizontal):
     async def on_fit_computed(self, message: m.FitComputed) -> None:
         message.stop()
         d = self.deployment
-        if message.generation != d.fit_generation or not self.is_attached:
+        if message.generation != d.fit_generation or not (self.is_attached and self.app.is_running):
             return
         d.fit_report = message.report
         self._show_fit(message.report, message.error)
-        # a form being removed or not yet attached (rebuilt for another version) gets its own fit later
-        forms = [f for f in self.query(LaunchForm) if f.is_attached]
-        if forms:
-            await forms[0].set_hints(hints_from_report(message.report))
+        # a form being replaced (rebuilt for another version) is left alone: its successor gets its own fit
+        form = self._form
+        if form.is_attached and form.is_mounted and not self._rebuilding.locked():
+            await form.set_hints(hints_from_report(message.report))
 
     def prediction(self) -> dict[str, Any] | None:
         """The fit for exactly the flags being launched (the debounced panel may lag a fresh edit)."""

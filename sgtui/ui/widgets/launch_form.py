@@ -333,7 +333,8 @@ class LaunchForm(VerticalScroll):
     async def set_hints(self, hints: dict[str, tuple[str, Any]]) -> None:
         """Show each warning under its flag; a flag the form lacks gets an empty field to carry it."""
         for flag, (_message, suggested) in hints.items():
-            if not self.is_attached:  # replaced meanwhile (another version's form): its own fit brings hints
+            # replaced meanwhile (another version's form: its own fit brings hints), or not composed yet
+            if not (self.is_attached and self.is_mounted):
                 return
             if flag not in self._fields and flag in self.catalogue and suggested is not None:
                 fld = FlagField(self.catalogue[flag], None, self.parser)
@@ -352,7 +353,8 @@ class LaunchForm(VerticalScroll):
         if fld is None:
             fld = FlagField(self.info_for(flag), value, self.parser)
             self._fields[flag] = fld
-            await self.mount(fld, before=self.query_one("#add-flag"))
+            if self.is_attached:  # a form taken down meanwhile (the app exiting) keeps the value unshown
+                await self.mount(fld, before=self.query_one("#add-flag"))
         else:
             fld.set_value(value)
         self.post_message(self.Edited())

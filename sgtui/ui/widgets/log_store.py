@@ -9,13 +9,14 @@ ceil(len / width) rows.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from sgtui.ui.widgets.log_search import SEARCH_SPAN, Search
+
+__all__ = ["MAX_LINE", "SEARCH_SPAN", "LineStore", "Search", "clip"]
 
 MAX_LINE = 16_384  # a server_args= dump is ~6 k characters; a tensor dump is cut here, saying by how much
-SEARCH_SPAN = 4_000  # regex work per line is capped: a 1 MB line costs what a 4 k one does
 
 
 def clip(line: str) -> str:
@@ -24,32 +25,6 @@ def clip(line: str) -> str:
     if len(line) <= MAX_LINE:
         return line
     return line[:MAX_LINE] + f" … [{len(line) - MAX_LINE:,} more chars]"
-
-
-@dataclass(frozen=True)
-class Search:
-    """A compiled search: a regex when the text is one, else the literal text; smart case."""
-
-    text: str
-    pattern: re.Pattern[str]
-    literal: bool
-
-    @classmethod
-    def parse(cls, text: str) -> Search | None:
-        if not text:
-            return None
-        flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
-        try:
-            return cls(text, re.compile(text, flags), False)
-        except re.error:
-            return cls(text, re.compile(re.escape(text), flags), True)
-
-    def matches(self, line: str) -> bool:
-        return self.pattern.search(line, 0, SEARCH_SPAN) is not None
-
-    def spans(self, line: str) -> list[tuple[int, int]]:
-        found = self.pattern.finditer(line, 0, SEARCH_SPAN)
-        return [(m.start(), m.end()) for m in found if m.end() > m.start()]
 
 
 class LineStore:
@@ -79,18 +54,21 @@ class LineStore:
 
     def append(self, new: Iterable[str]) -> int:
         """Add lines; returns how many rows at the top of the view the oldest-dropping removed."""
-        batch = [clip(line) for line in new]
+        batch = new if isinstance(new, list) else list(new)
         if not batch:
             return 0
+        widest = max(map(len, batch))
+        if widest > MAX_LINE or "\t" in "".join(batch):  # else clip changes nothing (one C pass)
+            batch = [clip(line) for line in batch]
+            widest = max(map(len, batch))
         start = self.total
         self.lines.extend(batch)
         self.total += len(batch)
-        self.widest = max(self.widest, max(len(line) for line in batch))
-        added = range(start, self.total)
+        self.widest = max(self.widest, widest)
         if self.search is not None:
-            hits = [n for n, line in zip(added, batch, strict=True) if self.search.matches(line)]
-            self._matches.extend(hits)
-            added_view = [self.line(n) for n in hits] if self.filtering else batch
+            hits = self.search.lines(batch)
+            self._matches.extend(start + i for i in hits)
+            added_view = [batch[i] for i in hits] if self.filtering else batch
         else:
             added_view = batch
         if self.wrap_width:
@@ -129,9 +107,8 @@ class LineStore:
         if self.search is None:
             self._matches = []
         else:
-            matches = self.search.matches
             first = self.first
-            self._matches = [first + i for i, line in enumerate(self.lines) if matches(line)]
+            self._matches = [first + i for i in self.search.lines(self.lines)]
         self._rebuild_rows()
         return self.search
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
-from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -26,11 +24,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from sgtui.ui.widgets.log_rows import one_style_row, rich_row
 from sgtui.ui.widgets.log_store import LineStore, Search
 from sgtui.ui.widgets.run_log import LogHighlighter, line_kind
-
-MATCH_STYLE = Style(reverse=True, bold=True)  # reverse works in every theme, ANSI included
-CURSOR_STYLE = Style(underline=True, bold=True)
 
 
 class LogView(ScrollView, can_focus=True):
@@ -72,6 +68,7 @@ class LogView(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
         self._generation = 0
         self._pass_style: Style | None = None
+        self._pass_width: int | None = None
 
     # ---- feeding --------------------------------------------------------------------------------------
     @property
@@ -359,14 +356,15 @@ class LogView(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         """`rich_style` resolves the CSS cascade (a fifth of a millisecond): once per pass, not per row."""
         self._pass_style = self.rich_style
+        self._pass_width = self.scrollable_content_region.width
         try:
             return super().render_lines(crop)
         finally:
-            self._pass_style = None
+            self._pass_style = self._pass_width = None
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width
+        width = self._pass_width if self._pass_width is not None else self.scrollable_content_region.width
         rich_style = self._pass_style or self.rich_style
         at = self.store.row(scroll_y + y)
         if at is None:
@@ -383,19 +381,12 @@ class LogView(ScrollView, can_focus=True):
         if cached is not None:
             return cached
         line = self.store.line(n)
-        text = Text(line, no_wrap=True, end="")
-        text.stylize(rich_style)
-        self.highlighter.highlight(text)
         search = self.store.search
-        if search is not None:
-            for start, end in search.spans(line):
-                text.stylize(MATCH_STYLE, start, end)
-        if n == self.cursor:
-            text.stylize(CURSOR_STYLE)
-        if self.wrap:
-            w = self.store.wrap_width
-            text = text[piece * w : (piece + 1) * w]
-        segments = [Segment(s.text, s.style) for s in text.render(self.app.console)]
-        strip = Strip(segments, text.cell_len)
+        spans = search.spans(line) if search is not None else []
+        cursor = n == self.cursor
+        strip = None if spans or cursor or self.wrap else one_style_row(line, rich_style)
+        if strip is None:
+            wrap = self.store.wrap_width if self.wrap else 0
+            strip = rich_row(line, rich_style, self.app.console, self.highlighter, spans, cursor, wrap, piece)
         self._cache[key] = strip
         return strip

@@ -12,26 +12,52 @@ from rich.highlighter import Highlighter
 from rich.text import Text
 
 REGEX_SPAN = 400
-ERROR_RE = re.compile(
-    r"Traceback|Error|error:|Exception|out of memory|Not enough memory|sigquit|SIGQUIT|Killed|FAILED|"
-    r"\[ERROR\]|CRITICAL"
+# What marks a line as an error or a milestone: plain words, so a substring test per word decides (an
+# alternation's regex search on every row drawn cost ~15x more); the regexes are the same words, for callers.
+ERROR_WORDS = (
+    "Traceback",
+    "Error",
+    "error:",
+    "Exception",
+    "out of memory",
+    "Not enough memory",
+    "sigquit",
+    "SIGQUIT",
+    "Killed",
+    "FAILED",
+    "[ERROR]",
+    "CRITICAL",
 )
+MILESTONE_WORDS = (
+    "Load weight begin",
+    "Load weight end",
+    "KV Cache is allocated",
+    "Memory pool end",
+    "Mamba Cache is allocated",
+    "Capture cuda graph begin",
+    "Capture cuda graph end",
+    "max_total_num_tokens=",
+    "Uvicorn running",
+    "The server is fired up",
+    "Init torch distributed begin",
+    "Init torch distributed end",
+)
+ERROR_RE = re.compile("|".join(map(re.escape, ERROR_WORDS)))
+MILESTONE_RE = re.compile("|".join(map(re.escape, MILESTONE_WORDS)))
 WARNING_RE = re.compile(r"WARNING|Warning:|\bwarn(ing)?\b", re.IGNORECASE)
-MILESTONE_RE = re.compile(
-    r"Load weight (begin|end)|KV Cache is allocated|Memory pool end|Mamba Cache is allocated|"
-    r"Capture cuda graph (begin|end)|max_total_num_tokens=|Uvicorn running|The server is fired up|"
-    r"Init torch distributed (begin|end)"
-)
 NUMBER_RE = re.compile(r"(?<![\w.])\d+(\.\d+)?(?= ?(GB|GiB|MB|s\b|%))")
 
 
 def line_kind(line: str) -> str:
     head = line[:REGEX_SPAN]
-    if ERROR_RE.search(head):
-        return "error"
-    if MILESTONE_RE.search(head):
-        return "milestone"
-    if WARNING_RE.search(head):
+    for word in ERROR_WORDS:
+        if word in head:
+            return "error"
+    for word in MILESTONE_WORDS:
+        if word in head:
+            return "milestone"
+    # case-insensitive: an ASCII line without "warn" in any case cannot match (non-ASCII: the regex decides)
+    if (not head.isascii() or "warn" in head.lower()) and WARNING_RE.search(head):
         return "warning"
     return "plain"
 

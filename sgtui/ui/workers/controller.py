@@ -2,7 +2,7 @@
 
 Workers never touch widgets. Groups: "connect" (one per host, at most CONNECT_PARALLEL connecting at
 once), "gpu" (one sampler per host), "discover", "runs", "tail" (one per node of each followed run),
-"launch", "stop", "fit" (exclusive, thread).
+"launch", "stop:<run>" (exclusive per run), "fit" (exclusive, thread).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ class Controller:
         self.backend = backend
         self._connecting = asyncio.Semaphore(CONNECT_PARALLEL)
         self._tails: dict[str, list[Worker[Any]]] = {}
+        self._listing = 0  # numbers each runs listing asked for
+        self._listed: dict[tuple[str, str], int] = {}  # per host and target: the newest listing posted
 
     def post(self, message: Message) -> None:
         self.app.post_message(message)
@@ -95,21 +97,21 @@ class Controller:
                 table, problem = await self.backend.flag_table(host, target, python, version)
             except Exception as exc:  # the backend already falls back; this is a bug guard, shown as one line
                 table, problem = None, f"could not read the target's flag table: {exc}"
-            self.post(m.FlagTableRead(host, table, problem))
+            self.post(m.FlagTableRead(host, table, problem, label))
 
     def model_config(self, host: str, target: ContainerView | None, model: str) -> None:
         self._worker(self._model(host, target, model), "discover", f"model:{host}")
 
     async def _model(self, host: str, target: ContainerView | None, model: str) -> None:
+        label = target.label if target else "bare host"
         try:
             got = await self.backend.model_config(host, target, model)
         except Exception as exc:
-            self.post(
-                m.ModelConfigRead(host, model, None, f"no fit: cannot read {model}/config.json there ({exc})")
-            )
+            error = f"no fit: cannot read {model}/config.json there ({exc})"
+            self.post(m.ModelConfigRead(host, model, None, error, label))
             return
         if got is not None:
-            self.post(m.ModelConfigRead(host, model, got))
+            self.post(m.ModelConfigRead(host, model, got, target=label))
 
     async def _gpus(self, host: str) -> None:
         """Samples until the app exits; a lost connection pauses it and it resumes on its own."""
@@ -129,16 +131,22 @@ class Controller:
     def list_runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
         """`runs_dir`: a profile's own (its launches go there), else hosts.yaml's or the per-user default."""
         label = target.label if target else "bare host"
-        self._worker(self._runs(host, target, runs_dir), "runs", f"runs:{host}:{label}", exclusive=False)
+        self._listing += 1
+        work = self._runs(host, target, runs_dir, self._listing)
+        self._worker(work, "runs", f"runs:{host}:{label}", exclusive=False)
 
-    async def _runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
+    async def _runs(self, host: str, target: ContainerView | None, runs_dir: str | None, seq: int) -> None:
         label = target.label if target else "bare host"
         try:
             runs = await self.backend.runs(host, target, runs_dir)
         except Exception as exc:
-            self.post(m.RunsListed(host, label, [], str(exc)))
-            return
-        self.post(m.RunsListed(host, label, runs))
+            message = m.RunsListed(host, label, [], str(exc))
+        else:
+            message = m.RunsListed(host, label, runs)
+        if seq < self._listed.get((host, label), 0):
+            return  # a listing asked for later already answered: this older view must not overwrite it
+        self._listed[(host, label)] = seq
+        self.post(message)
 
     # runs ----------------------------------------------------------------------------------------------
     def launch(self, profile: Any, predicted: dict[str, Any] | None) -> None:
@@ -172,7 +180,9 @@ class Controller:
         """Stop every node of a run, the workers first and node 0 last (SGLang's own teardown order),
         wait until their GPUs are free, then optionally launch again."""
         key = runs[0].run_id
-        self._worker(self._stop(runs, then_launch), "stop", f"stop:{key}", exclusive=True)
+        # exclusive per run: a second stop of the same run replaces the first; another run's stop (a GPU
+        # holder stopped while this one waits) must not cancel this one halfway
+        self._worker(self._stop(runs, then_launch), f"stop:{key}", f"stop:{key}", exclusive=True)
 
     async def _stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
         key = runs[0].run_id

@@ -10,6 +10,10 @@ from sgtui.ui.logtext import clean_line
 from sgtui.ui.session.run import RunSession
 
 FLUSH_S = 0.05  # a flood becomes at most 20 redraws a second per followed run
+# A big chunk (a reattach reads a whole log at once) is cleaned and classified SLICE lines at a time, and the
+# loop gets a turn (keys, frames) once TURN_S of work is done: a key waits one such turn per widget it passes.
+SLICE = 256
+TURN_S = 0.01
 STALL_CHECK_S = 5.0
 RETRY_S = (1.0, 2.0, 5.0, 10.0)
 
@@ -43,14 +47,33 @@ class Follower:
             try:
                 async for end, raw in self.backend.tail(self.node.run, self.node.offset):
                     delays = iter(RETRY_S)
-                    self.session.feed(self.rank, [clean_line(line) for line in raw], end)
-                    self._flush_soon()
+                    await self._feed(raw, end)
                 return
             except asyncio.CancelledError:
                 raise
             except Exception:  # the connection dropped: resume from the last complete line
                 self.session.flush()
                 await asyncio.sleep(next(delays, RETRY_S[-1]))
+
+    async def _feed(self, raw: list[str], end: int) -> None:
+        """One chunk, in slices with a loop turn after each TURN_S of work; the offset moves with the last
+        slice. Cancelled between slices, the rest is still fed: a chunk goes in whole, so a later tail from
+        the offset repeats no line."""
+        start = 0
+        turn = time.perf_counter()
+        try:
+            while len(raw) - start > SLICE:
+                self.session.feed(
+                    self.rank, [clean_line(line) for line in raw[start : start + SLICE]], self.node.offset
+                )
+                start += SLICE
+                if time.perf_counter() - turn >= TURN_S:
+                    self._flush_soon()
+                    await asyncio.sleep(0)
+                    turn = time.perf_counter()
+        finally:
+            self.session.feed(self.rank, [clean_line(line) for line in raw[start:]], end)
+            self._flush_soon()
 
     def _flush_soon(self) -> None:
         """Flush now when due; otherwise make sure a quiet log still shows its last lines soon."""

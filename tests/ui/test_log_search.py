@@ -1,0 +1,127 @@
+"""The log search's one pass over the kept lines gives exactly what searching each line alone gives."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from sgtui.ui.widgets.log_search import SEARCH_SPAN, Search
+
+
+def per_line(search: Search, lines: list[str]) -> list[int]:
+    return [i for i, line in enumerate(lines) if search.matches(line)]
+
+
+TRICKY = [
+    "",
+    "[2026-01-15 08:01:02 TP0] Decode batch. #running-req: 8, token usage: 0.41",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/opt/x/y.py", line 3, in <module>',
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "ERROR deadline a",
+    "b deadline",
+    "a",
+    "b",
+    "   ",
+    "naïve Straße ΣΊΣΥΦΟΣ İstanbul",
+    "x" * (SEARCH_SPAN - 3) + "needle at the span's edge",
+    "y" * SEARCH_SPAN + "needle past the span",
+    "[/opt/x is not a regex",
+    "the last line ends with deadline",
+]
+QUERIES = [
+    "deadline",
+    "Deadline",
+    "DEADLINE",
+    "^$",
+    "^",
+    "$",
+    "line$",
+    "^b",
+    "^ *$",
+    r"a\s*b",  # runs from "a" into the next line's "b" when joined: not a match per line
+    r"a\nb",
+    r"\s",
+    r"\S+$",
+    r"(?s)a.b",
+    r"[^x]b",
+    r"deadline\b",
+    r"\bb\b",
+    r"(?<=ERROR )deadline",
+    r"(?<!\S)deadline",
+    r"deadline(?!\s)",
+    r"\Aa\Z",
+    r"x*",
+    "needle",
+    r"edge$",
+    r"[!-\]]",
+    r"\x41",
+    r"(?-i:error)",
+    "error",
+    "straße",
+    "σίσυφος",
+    "istanbul",
+    "[/opt/x",  # not a regex: the literal text
+    "(unclosed",
+    r"(\w)\1",
+    "tp0] decode",
+    "0\\.4",
+]
+
+
+ASCII = [line for line in TRICKY if line.isascii()]  # lowered for a case-insensitive search
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("lines", [TRICKY, ASCII], ids=["unicode", "ascii"])
+def test_one_pass_matches_the_per_line_search(query: str, lines: list[str]) -> None:
+    search = Search.parse(query)
+    assert search is not None
+    assert search.lines(lines) == per_line(search, lines)
+
+
+def test_an_invalid_regex_is_searched_as_typed_in_one_pass() -> None:
+    search = Search.parse("[/opt/x")
+    assert search is not None and search.literal
+    assert search.lines(TRICKY) == [14]
+
+
+def test_smart_case_holds_in_one_pass() -> None:
+    lower, upper = Search.parse("error"), Search.parse("ERROR")
+    assert lower is not None and upper is not None
+    assert lower.lines(TRICKY) == [5, 6]  # "OutOfMemoryError" and "ERROR"
+    assert upper.lines(TRICKY) == [6]
+
+
+def test_anchors_mean_each_line_s_start_and_end() -> None:
+    lines = ["b a", "a b", "", "a"]
+    assert Search.parse("^a").lines(lines) == [1, 3]  # type: ignore[union-attr]
+    assert Search.parse("a$").lines(lines) == [0, 3]  # type: ignore[union-attr]
+    assert Search.parse("^$").lines(lines) == [2]  # type: ignore[union-attr]
+
+
+def test_a_match_on_the_last_line_and_none_at_all() -> None:
+    lines = ["one", "two", "three"]
+    assert Search.parse("ee").lines(lines) == [2]  # type: ignore[union-attr]
+    assert Search.parse("four").lines(lines) == []  # type: ignore[union-attr]
+    assert Search.parse("o").lines([]) == []  # type: ignore[union-attr]
+
+
+def test_random_patterns_over_random_lines_agree_with_the_per_line_search() -> None:
+    """Short alphabets make matches that run across line ends, empty lines and case clashes common."""
+    rng = random.Random(9)
+    atoms = ["a", "B", "b", " ", ".", r"\s", r"\S", r"\w", "x*", "^", "$", r"\b", "[ab]", "[^a]"]
+    atoms += [r"[!-\]]", "(a|b)", "c+", r"\x41"]
+    for _ in range(400):
+        lines = ["".join(rng.choice("aAbB x\tc") for _ in range(rng.randint(0, 6))) for _ in range(12)]
+        query = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 4)))
+        try:
+            re.compile(query)
+        except re.error:
+            continue
+        search = Search.parse(query)
+        assert search is not None
+        assert search.lines(lines) == per_line(search, lines), (query, lines)

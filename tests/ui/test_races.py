@@ -1,0 +1,149 @@
+"""Answers that arrive late or in the middle of a change: a form being rebuilt is never missing or half
+built to anyone reading it, and an answer asked for an earlier target or model is not applied to the new
+one (on a loaded machine these orders happen; here they are forced)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from sgtui.core.profiles import Profile
+from sgtui.ui import messages as m
+from sgtui.ui.app import SgtuiApp
+from sgtui.ui.panes.flags import FlagsPane
+from sgtui.ui.widgets.launch_form import LaunchForm
+from tests.ui.conftest import wait_for
+from tests.ui.fakes import QWEN_CONFIG, FakeBackend
+
+SIZE = (120, 40)
+
+
+async def test_while_a_rebuild_composes_the_new_form_readers_see_the_whole_old_one(
+    profile: Profile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[LaunchForm, dict[str, Any], bool]] = []
+    compose = LaunchForm.compose
+
+    def watched(form: LaunchForm) -> Any:
+        pane = form.parent
+        if isinstance(pane, FlagsPane) and pane.form is not form:  # a successor: what would a reader find?
+            seen.append((pane.form, pane.form.values(), pane._rebuilding.locked()))
+        return compose(form)
+
+    monkeypatch.setattr(LaunchForm, "compose", watched)
+    app = SgtuiApp(FakeBackend(version="0.5.23"), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.version == "0.5.23" and seen, what="the form rebuilt for 0.5.23")
+        await wait_for(pilot, lambda: app.form is not seen[0][0], what="the new form in use")
+        old, values, locked = seen[0]
+        assert locked and values == profile.sglang  # the whole old form, not an empty or missing one
+        new = app.form
+        assert new.is_mounted and app.query_one(LaunchForm) is new and not old.is_attached
+        assert new.values() == values  # the version's form shows the same flags
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the new form's own fit")
+
+
+async def test_a_fit_landing_mid_rebuild_leaves_both_forms_alone(profile: Profile) -> None:
+    """The hints of a fit computed before the rebuild are not mounted into the form being replaced."""
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the first fit")
+        flags, old = app.flags, app.form
+        report = app.fit_report
+        async with flags._rebuilding:  # a rebuild under way: the fit arrives now
+            await flags.on_fit_computed(m.FitComputed(report, "", app.deployment.fit_generation))
+            assert app.form is old
+        await pilot.pause()
+        assert app.form is old and old.is_attached  # nothing rebuilt, nothing broken
+
+
+async def test_an_answer_for_the_target_left_behind_is_dropped(profile: Profile) -> None:
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.version == "0.5.9" and app.fit_inputs.model_config is not None)
+        here = app.deployment.target_label
+        assert here == "lxc 129"
+        app.post_message(m.VersionDetected("pve", "lxc 130", "0.5.23"))  # asked before a retarget
+        app.post_message(m.ModelConfigRead("pve", "/models/Qwen3.6-27B", None, "unreadable", "lxc 130"))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.version == "0.5.9" and app.fit_inputs.model_error == ""
+        app.post_message(m.VersionDetected("pve", here, "0.5.23"))  # the target in use: applied
+        await wait_for(pilot, lambda: app.version == "0.5.23", what="the version of the target in use")
+
+
+async def test_a_model_config_for_a_model_no_longer_named_is_dropped(profile: Profile) -> None:
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.fit_inputs.model_config is not None, what="the model's config")
+        await app.form.set_flag("--model-path", "/models/Other")  # the user names another model
+        await wait_for(
+            pilot,
+            lambda: app.deployment.model_for == "/models/Other" and app.fit_inputs.model_config is not None,
+            what="the other model's config",
+        )
+        stale = {"config": QWEN_CONFIG, "weight_bytes": 1}  # the answer for the model named before
+        app.post_message(m.ModelConfigRead("pve", "/models/Qwen3.6-27B", stale, target="lxc 129"))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.fit_inputs.weight_bytes == 55_600_000_000
+
+
+async def test_stopping_another_run_does_not_cancel_a_stop_under_way(profile: Profile) -> None:
+    """Each run's stop is exclusive only with a stop of the same run (they shared one group before)."""
+    from sgtui.ui.views import RunView
+
+    gate = asyncio.Event()
+
+    class SlowGpus(FakeBackend):
+        async def wait_gpus_free(self, run: RunView, timeout: float) -> Any:
+            await gate.wait()  # the first run's GPUs take a while to be freed
+            yield "free"
+
+    backend = SlowGpus()
+    app = SgtuiApp(backend, profile, theme="textual-dark")
+    a = RunView("run-a", "pve", "lxc 129", "qwen", "running", "/l/a.log", gpus=(0,))
+    b = RunView("run-b", "pve", "lxc 129", "qwen", "running", "/l/b.log", gpus=(1,))
+    async with app.run_test(size=SIZE) as pilot:
+        app.controller.stop([a])
+        await wait_for(pilot, lambda: backend.stopped == ["run-a"], what="run-a signalled")
+        app.controller.stop([b])
+        await wait_for(pilot, lambda: backend.stopped == ["run-a", "run-b"], what="run-b signalled")
+        gate.set()
+        done = [f"{k} stopped; its GPUs are free" for k in ("run-a", "run-b")]
+        await wait_for(pilot, lambda: all(any(d in n.message for n in app._notifications) for d in done))
+
+
+async def test_an_older_runs_listing_answered_late_does_not_overwrite_a_newer_one(profile: Profile) -> None:
+    """Listings of one target overlap (a relist after each outcome, the periodic one); the newest asked
+    for wins even when an older one is answered after it."""
+    from sgtui.ui.views import RunView
+
+    running = RunView("run-a", "pve", "bare host", "qwen", "running", "/l/a.log")
+    ended = RunView("run-a", "pve", "bare host", "qwen", "exited", "/l/a.log")
+    first_gate = asyncio.Event()
+    answers = iter([(first_gate, [running]), (None, [ended])])
+
+    class Overlapping(FakeBackend):
+        async def runs(self, host: str, target: Any, runs_dir: str | None = None) -> list[RunView]:
+            if host != "gpu2":
+                return []
+            gate, listing = next(answers)
+            if gate is not None:
+                await gate.wait()
+            return listing
+
+    app = SgtuiApp(Overlapping(states=[("connecting", "")]), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        app.fleet.host("gpu2")  # known to the fleet from the fake's hosts
+        app.controller.list_runs("gpu2", None)  # asked first, answered last
+        app.controller.list_runs("gpu2", None)
+        states = lambda: [r.state for r in app.fleet.host("gpu2").runs]  # noqa: E731
+        await wait_for(pilot, lambda: states() == ["exited"], what="the newer listing")
+        first_gate.set()
+        listings = [w for w in app.workers if w.name == "runs:gpu2:bare host"]
+        await wait_for(pilot, lambda: all(w.is_finished for w in listings), what="the older listing done")
+        await pilot.pause()  # what it posted (if anything) is handled
+        assert states() == ["exited"]
