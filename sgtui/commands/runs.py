@@ -1,9 +1,9 @@
 """`sgtui runs (--profile P | --host H [--target T]) [--json]`: the runs sgtui recorded on a target.
 
 Newest first, each with its state from the target: running, exited (with its exit code), dead (gone
-without one: killed, rebooted, or a full disk, which is said), or foreign (a record this user may not act
-on; the reason is printed, on stderr with --json, and nothing is signalled). The place options are shared
-with `sgtui stop`.
+without one: killed, rebooted, a full disk or its container gone: `RunStatus.note` says which, as the TUI
+does), or foreign (a record this user may not act on; the reason is printed, on stderr with --json, and
+nothing is signalled). The place options are shared with `sgtui stop`.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ async def _runs(place: Place, *, as_json: bool) -> int:
         f"sgtui runs: refusing run {r.id}: {r.foreign}; it is listed as foreign and never signalled"
         for r, _ in rows
         if r.foreign
-    ] + [f"sgtui runs: run {r.id}: {s.disk_full}" for r, s in rows if s.disk_full]
+    ] + [f"sgtui runs: run {r.id}: {s.note}" for r, s in rows if s.note]
     if as_json:
         print(json.dumps([run_json(r, s) for r, s in rows], ensure_ascii=False))
         for note in notes:

@@ -44,6 +44,12 @@ class RunStatus:
     foreign: str | None = None
     why: str | None = None  # for a run that ended with its container: that container's fate
 
+    @property
+    def note(self) -> str | None:
+        """Why the run is in its state beyond the state's name, in the one wording `sgtui runs` and the
+        TUI both print: the full disk that lost its exit code, or what happened to its container."""
+        return self.disk_full or self.why
+
 
 @dataclass(frozen=True)
 class RunRecord:

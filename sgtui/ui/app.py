@@ -13,38 +13,32 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from sgtui.ui.actions import Actions
 from sgtui.ui.backend import Backend
 from sgtui.ui.commands_provider import SgtuiCommands
 from sgtui.ui.deploy import DeployActions
 from sgtui.ui.fitting import FitInputs, compute_fit
+from sgtui.ui.host_dialogs import HostDialogs
 from sgtui.ui.keymap import KEYS_FILE, load_keymap
 from sgtui.ui.panes.flags import FlagsPane
 from sgtui.ui.panes.hosts import FleetPane
 from sgtui.ui.panes.log import LogPane
 from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.routing import Routing
-from sgtui.ui.screens.confirm import ConfirmScreen
-from sgtui.ui.screens.gpu_detail import GpuDetailScreen
-from sgtui.ui.screens.help import HelpScreen
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
-from sgtui.ui.session.ages import age_text
+from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
 from sgtui.ui.views import RunView
-from sgtui.ui.widgets.fit_panel import fit_badge
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
-from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.workers.controller import Controller
-
-GPU_STALE_S = 5.0  # ten missed GPU samples (every 0.5 s): the host's values are marked stale
 
 ANSI_THEMES = ("textual-ansi", "ansi-dark")  # the ANSI theme's name differs between Textual releases
 
@@ -69,52 +63,7 @@ FLEET_TICK_S = 1.0  # ages in the fleet view and status line
 RUNS_REFRESH_S = 30.0
 
 
-def stale_text(value: str, age: float | None) -> Text:
-    """A live value; with an age, it is stale: "ready, last seen 35s ago", marked."""
-    if age is None:
-        return Text(value)
-    return Text(f"{value}, last seen {age_text(age)} ago", style="bold yellow")
-
-
-def host_silence(host: Any, now: float) -> float | None:
-    """How long a connected host has sent nothing (no GPU sample) past a few missed samples; else None."""
-    if host is None or host.state != "connected":
-        return None
-    age = host.ages.age("gpus", now)
-    if age is None:
-        age = host.ages.age("state", now)
-    return age if age is not None and age > GPU_STALE_S else None
-
-
-def status_line(app: SgtuiApp, host: Any, state: str) -> Text:
-    d = app.deployment
-    now = app.clock()
-    text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{d.host} › {d.target_label} · ")
-    silent = host_silence(host, now)
-    text.append_text(stale_text(state, silent))
-    text.append(f" · SGLang {d.version}" if d.version else " · SGLang ?")
-    text.append(" · fit ")
-    text.append_text(fit_badge(d.fit_report, app.flags.fit_error))
-    session = app.session
-    if session is not None:
-        shown = session.phase if session.state == "starting" and session.phase else session.state
-        run_host = app.fleet.host(session.host)
-        unsure = session.alive and (run_host.state != "connected" or host_silence(run_host, now) is not None)
-        heard = [a for a in (session.ages.age("log", now), session.ages.age("state", now)) if a is not None]
-        text.append(f" · run {session.key} ")
-        text.append_text(stale_text(shown, min(heard) if unsure and heard else None))
-        if len(app.followed) > 1:
-            keys = [s.key for s in app.followed]
-            text.append(f" · {keys.index(session.key) + 1}/{len(keys)} followed ([ ])")
-    else:
-        text.append(" · no run followed: l launches")
-    if app.readonly:
-        text.append(" · read-only", style="bold")
-    return text
-
-
-class SgtuiApp(Routing, App[None]):
+class SgtuiApp(Actions, HostDialogs, Routing, App[None]):
     CSS_PATH = Path(__file__).with_name("sgtui.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "sgtui"
     COMMANDS: ClassVar = App.COMMANDS | {SgtuiCommands}
@@ -167,7 +116,6 @@ class SgtuiApp(Routing, App[None]):
         self.fleet = FleetState(clock)
         self.followed = FollowedRuns()
         self.deployment = Deployment(profile, profile_path)
-        self.host_history = GpuHistory()  # the deployment host's GPUs before any run is followed
         self.deploy = DeployActions(self)
         self.fit_function = fit_function
         self._connected: set[str] = set()
@@ -212,6 +160,12 @@ class SgtuiApp(Routing, App[None]):
     @property
     def run_state(self) -> str:
         return self.session.state if self.session is not None else ""
+
+    @property
+    def host_history(self) -> GpuHistory:
+        """The deployment host's own GPU history: the `g` chart before any run is followed."""
+        host = self.fleet.hosts.get(self.deployment.host)
+        return host.history if host is not None else GpuHistory()
 
     @property
     def history(self) -> GpuHistory:
@@ -278,6 +232,7 @@ class SgtuiApp(Routing, App[None]):
         d = self.deployment
         self.sub_title = d.title
         self.fleet_pane.state_of = self.state_of
+        self.fleet_pane.runs_silence = lambda name: host_runs_silence(self, name)
         pane = self.log_pane
         pane.log.focus()
         pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
@@ -301,6 +256,7 @@ class SgtuiApp(Routing, App[None]):
                 host_model.ages.touch("runs")  # once per period, answered or not
                 self.relist_all(name)
         self.fleet_pane.refresh_fleet()
+        self.draw_runs()  # redrawn only when a mark or an age shown there moved
         self.draw_status()
         host = self.fleet.host(self.gpu_host) if self.gpu_host else None
         if host is not None:
@@ -322,8 +278,10 @@ class SgtuiApp(Routing, App[None]):
             self.notify(f"{exc}\n(the default keys apply)", title="keys", severity="error", timeout=20)
 
     def on_resize(self, event: events.Resize) -> None:
-        """Below 100 columns the side panes narrow and flag labels go above their inputs."""
+        """Below 100 columns the side panes narrow and flag labels go above their inputs; the status line
+        keeps what matters most at the new width."""
         self.main.set_class(event.size.width < 100, "-narrow")
+        self.call_after_refresh(self.draw_status)
 
     async def on_unmount(self) -> None:
         await self.backend.close()
@@ -335,7 +293,7 @@ class SgtuiApp(Routing, App[None]):
         host = self.fleet.host(d.host) if d.host else None
         state = host.state if host is not None else "idle"
         status = self.main.query_one("#status", Static)
-        status.update(status_line(self, host, state), layout=False)
+        status.update(status_line(self, host, state, self.size.width), layout=False)
         status.set_class(state in ("lost", "failed"), "-lost")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -345,131 +303,7 @@ class SgtuiApp(Routing, App[None]):
                 f"{event.worker.name}: {event.worker.error}", title="internal error", severity="error"
             )
 
-    # actions -------------------------------------------------------------------------------------------
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if self.readonly and action in ("launch", "stop", "restart", "apply"):
-            return None  # greyed in the footer; the key says why
-        if action == "apply":
-            return self.log_pane.diagnosis.first_suggestion is not None
-        if action == "stop":
-            return True if self.session is not None and self.session.alive else None
-        return True
-
-    def action_tab(self, tab: str) -> None:
-        self.main.query_one(TabbedContent).active = tab
-        # always move focus into the new tab: left behind in a hidden pane, it would pull that pane back
-        focus = {"targets": "#host-tree", "flags": "#form", "log": "#log-view", "runs": "#runs-table"}[tab]
-        self.main.query_one(focus).focus()
-
-    def action_leave_input(self) -> None:
-        """esc: out of a text field, so that the single-letter keys act again."""
-        focused = self.focused
-        if isinstance(focused, Input) and focused.id == "log-search":
-            self.log_pane.close_filter()
-        elif isinstance(focused, Input) and focused.id == "host-filter":
-            self.main.query_one("#host-tree").focus()
-        elif focused is not None and self.form in focused.ancestors:
-            self.form.focus()
-
-    def action_launch(self) -> None:
-        self.deploy.launch()
-
-    def action_stop(self) -> None:
-        self.deploy.stop()
-
-    def action_restart(self) -> None:
-        self.deploy.restart()
-
-    def action_apply(self) -> None:
-        self.deploy.apply()
-
-    def action_profiles(self) -> None:
-        self.deploy.profiles()
-
-    def action_edit(self) -> None:
-        self.main.query_one(TabbedContent).active = "flags"
-        fields = self.form.query("Input, Checkbox")
-        if fields:
-            fields.first().focus()
-
-    def action_filter(self) -> None:
-        self.main.query_one(TabbedContent).active = "log"
-        self.log_pane.open_filter()
-
-    def action_follow(self) -> None:
-        log = self.main.query_one(LogView)
-        log.set_following(not log.following)
-
-    def action_first_error(self) -> None:
-        self.action_tab("log")
-        if not self.main.query_one(LogView).jump_to_first_error():
-            self.notify("no error in the log shown", timeout=4)
-
-    def action_switch_run(self, step: int) -> None:
-        """[ and ]: the previous or next followed run, each with its own log, timeline and GPUs."""
-        if len(self.followed) < 2:
-            self.notify("one run is followed at most: enter on another in the runs tab (4) follows it too")
-            return
-        session = self.followed.step(step)
-        if session is not None:
-            self.view_session(session)
-
-    def action_view_run(self, key: str) -> None:
-        session = self.followed.view(key)
-        if session is not None:
-            self.view_session(session)
-
-    def action_node_view(self) -> None:
-        """v: a multi-node run's log, all nodes interleaved with a node column, then node by node."""
-        session = self.session
-        if session is None or not session.multi_node:
-            self.notify("v switches between the nodes of a multi-node run", timeout=4)
-            return
-        ranks = sorted(session.nodes)
-        order: list[int | None] = [None, *ranks]
-        session.log_rank = order[(order.index(session.log_rank) + 1) % len(order)]
-        self.log_pane.show(session)
-
-    def action_gpus(self) -> None:
-        self.push_screen(GpuDetailScreen(self.history, self.fit_report))
-
-    def action_help(self) -> None:
-        rows = [(self.get_key_display(b), b.description) for b in self.BINDINGS if isinstance(b, Binding)]
-        rows += [
-            ("ctrl+p", "command palette: every action by name"),
-            ("ctrl+y", "apply a fit suggestion (flags)"),
-        ]
-        self.push_screen(HelpScreen(rows))
-
-    async def action_quit(self) -> None:
-        """Quitting with flag edits not saved to the profile asks first (default No)."""
-        if self.form.dirty and not self.readonly:
-
-            def answer(yes: bool | None) -> None:
-                if yes:
-                    self._quit()
-
-            self.push_screen(
-                ConfirmScreen(
-                    "Quit with unsaved flag edits?",
-                    "The flags tab has edits not saved to the profile (p, then ctrl+s saves them). "
-                    "Yes quits and loses them; no goes back.",
-                ),
-                answer,
-            )
-            return
-        self._quit()
-
-    def _quit(self) -> None:
-        alive = [s for s in self.followed if s.alive]
-        message = None
-        if alive and self.demo:
-            message = "sgtui demo: the demo host and its servers stopped with the app"
-        elif alive:
-            names = ", ".join(f"{s.key} on {s.host}" for s in alive)
-            message = f"sgtui: {names} keep{'s' if len(alive) == 1 else ''} running; `sgtui` reattaches"
-        self.exit(message=message)
-
+    # messages from the panes ---------------------------------------------------------------------------
     @on(FleetPane.Picked)
     def _picked(self, event: FleetPane.Picked) -> None:
         pick = event.pick

@@ -7,9 +7,18 @@ The controller is the only caller, from workers.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
+
+
+class RunExit(NamedTuple):
+    """How a run ended, as the host says: its state, its exit code once it exited by itself, and why
+    beyond the state's name (`RunStatus.note`: the disk holding the log was full, its container is gone)."""
+
+    state: str
+    rc: int | None = None
+    note: str = ""
 
 
 class Backend(Protocol):
@@ -59,9 +68,10 @@ class Backend(Protocol):
 
     async def run_state(self, run: RunView) -> str: ...
 
-    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+    async def run_exit(self, run: RunView) -> RunExit:
         """The run's state and, once it has exited by itself, its exit code (None while unknown): the
-        classifier's `process_exited(rc)` needs it, as `sgtui launch --watch` does."""
+        classifier's `process_exited(rc)` needs it, as `sgtui launch --watch` does; and the host's note
+        on why it ended so (shown with the run's state and in the diagnosis panel)."""
         ...
 
     async def stop_preview(self, run: RunView) -> str:

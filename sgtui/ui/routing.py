@@ -3,15 +3,14 @@ run's session or the deployment, then redraws what shows it. Mixed into `SgtuiAp
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from sgtui.ui import messages as m
 from sgtui.ui.panes.runs import RunsTable
-from sgtui.ui.screens.confirm import ConfirmScreen
-from sgtui.ui.screens.password import PasswordScreen
 from sgtui.ui.session import ALIVE, RunSession
+from sgtui.ui.session.fleet import HOST_CHART_SAMPLES
+from sgtui.ui.status_line import runs_silence
 from sgtui.ui.views import RunView
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 
@@ -54,17 +53,15 @@ class Routing(Base):
         if not self.is_running:
             return
         if message.state == "unknown-key":
-            self._ask_host_key(message.host, message.detail)
+            self.ask_host_key(message.host, message.detail)
         if message.state == "key-changed":
-            from sgtui.ui.screens.host_key import HostKeyChangedScreen
-
-            text, _, where = message.detail.rpartition("\n")
-            self.push_screen(HostKeyChangedScreen(message.host, text or message.detail, where))
+            self.tell_key_changed(message.host, message.detail)
             said = "HOST KEY CHANGED: see the dialog (nothing was sent)"
             message = m.HostStateChanged(message.host, "failed", said)
         host = self.fleet.host(message.host)
         before = host.set_state(message.state, message.detail)
         self.fleet_pane.refresh_fleet()
+        self.draw_runs()  # a host not connected has its rows greyed
         self.draw_status()
         if message.state == "lost":
             self.notify(
@@ -88,26 +85,6 @@ class Routing(Base):
         if model and d.fit_inputs.model_config is None:
             d.model_for = str(model)
             self.controller.model_config(d.host, d.target, str(model))
-
-    def _ask_host_key(self, host: str, fingerprint: str) -> None:
-        def answer(yes: bool | None) -> None:
-            self.backend.trust_host_key(host, bool(yes))
-
-        self.push_screen(
-            ConfirmScreen(
-                f"Trust {host}'s host key?",
-                f"sgtui has never seen this host: its key is\n  {fingerprint}\nCompare it with "
-                "`ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub` on the host. Yes records it in sgtui's "
-                "own known_hosts; no connects to nothing.",
-            ),
-            answer,
-        )
-
-    async def ask_password(self, prompt: str) -> str | None:
-        """The backend's password prompt: a modal whose answer goes straight to the SSH connection."""
-        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self.push_screen(PasswordScreen(prompt), lambda value: answer.done() or answer.set_result(value))
-        return await answer
 
     def relist(self, host: str) -> None:
         """List the runs again where a run changed: the deployment's target on its host, the bare host
@@ -186,12 +163,13 @@ class Routing(Base):
     def on_gpu_sampled(self, message: m.GpuSampled) -> None:
         if not self.is_running:
             return
-        self.fleet.host(message.host).set_gpus(message.gpus, message.t)
+        host = self.fleet.host(message.host)
+        host.set_gpus(message.gpus, message.t)  # into the host's own history, per GPU index
         for session in self.followed.on_host(message.host):
             session.add_gpus(message.host, message.t, message.gpus)
         d = self.deployment
         if message.host == d.host:
-            self.host_history.add(message.t, message.gpus)
+            host.history.widen(HOST_CHART_SAMPLES)  # the `g` chart before any run is followed
             usable = [g for g in message.gpus if not g.note and g.total_mib]
             if usable and d.set_gpu(usable[0].name, usable[0].total_mib):
                 self.flags.schedule_fit()
@@ -203,7 +181,7 @@ class Routing(Base):
                 self.flags.schedule_fit()
                 self.flags.show_gpu_input()
         if message.host == self.gpu_host:
-            self.main.query_one(GpuPanel).show(message.gpus)
+            self.main.query_one(GpuPanel).show(message.gpus, host.history)
 
     @property
     def gpu_host(self) -> str:
@@ -264,13 +242,18 @@ class Routing(Base):
         self.fleet_pane.refresh_fleet()
 
     def draw_runs(self) -> None:
-        runs = [dataclasses.replace(r, state=self.state_of(r)) for r in self.fleet.all_runs()]
+        runs = [
+            dataclasses.replace(r, state=self.state_of(r), note=self.followed.note_of(r))
+            for r in self.fleet.all_runs()
+        ]
         marks: dict[str, str] = {}
         for session in self.followed:
             marks[session.key] = "changed" if session.unseen else "followed"
         if self.session is not None:
             marks[self.session.key] = "view"
-        self.main.query_one(RunsTable).show(runs, marks)
+        greyed = frozenset(name for name, h in self.fleet.hosts.items() if h.state != "connected")
+        silence = runs_silence(self, runs, self.clock())
+        self.main.query_one(RunsTable).show(runs, marks, silence, greyed)
 
     def on_run_started(self, message: m.RunStarted) -> None:
         if not self.is_running or not message.runs:
@@ -315,10 +298,10 @@ class Routing(Base):
     def view_session(self, session: RunSession) -> None:
         self.log_pane.show(session)
         self.action_tab("log")
-        gpus = self.fleet.host(session.host).gpus
+        host = self.fleet.host(session.host)
         panel = self.main.query_one(GpuPanel)
-        if gpus and panel.latest is not gpus:  # another host's GPUs: a sample already shown is not re-pushed
-            panel.show(gpus)
+        if host.gpus and panel.latest is not host.gpus:  # another host: its own sample and history only
+            panel.show(host.gpus, host.history)
         self.draw_runs()
         self.draw_status()
         self.refresh_bindings()

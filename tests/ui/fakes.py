@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sgtui.ui.backend import RunExit
 from sgtui.ui.views import ContainerView, GpuProcessView, GpuView, HostView, RunView
 
 A6000_MIB = 49140
@@ -59,6 +60,7 @@ class FakeBackend:
     states: list[tuple[str, str]] = field(default_factory=lambda: [("connecting", ""), ("connected", "")])
     launched: list[Any] = field(default_factory=list)
     exit_codes: dict[str, int] = field(default_factory=dict)  # run id -> its exit code once the log ends
+    exit_notes: dict[str, str] = field(default_factory=dict)  # run id -> the host's note once it ended
     stopped: list[str] = field(default_factory=list)
     gpu_wait_lines: list[str] = field(default_factory=lambda: ["GPU0 still holds 31.2 GiB (pid 4242)"])
     hold_tail: bool = False
@@ -145,9 +147,11 @@ class FakeBackend:
     async def run_state(self, run: RunView) -> str:
         return (await self.run_exit(run))[0]
 
-    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+    async def run_exit(self, run: RunView) -> RunExit:
         rc = self.exit_codes.get(run.run_id)
-        return ("exited" if not rc else "failed"), rc
+        note = self.exit_notes.get(run.run_id, "")
+        state = "stopped" if note and rc is None else "exited" if not rc else "failed"
+        return RunExit(state, rc, note)
 
     async def stop_preview(self, run: RunView) -> str:
         return f"process group {run.pgid or 4242}: 3 process(es), owner root (uid 0), running for 12 s"

@@ -14,7 +14,8 @@ from sgtui.remote.targets import Target
 from sgtui.sim.host import SimHost
 from sgtui.ui import remote_backend
 from sgtui.ui.app import SgtuiApp
-from sgtui.ui.remote_backend import RemoteBackend, run_view
+from sgtui.ui.remote_backend import RemoteBackend
+from sgtui.ui.remote_views import run_view
 from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel

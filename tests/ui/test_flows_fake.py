@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, TabbedContent
 
@@ -23,7 +24,7 @@ from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.widgets.timeline import Timeline
 from tests.ui.conftest import launch_anyway, press_until, wait_for
-from tests.ui.fakes import FakeBackend, gpus
+from tests.ui.fakes import A6000_MIB, FakeBackend, gpus
 from tests.ui.scripts import failing_log, ready_log
 
 SIZE = (120, 40)
@@ -241,7 +242,8 @@ async def test_the_gpu_panel_draws_each_gpu_on_its_fixed_scale_with_its_holders(
         panel = app.query_one(GpuPanel)
         await wait_for(pilot, lambda: len(panel.latest) == 2 and panel.latest[0].used_mib == 31000)
         spark = app.query_one("#gpu-spark-0")
-        assert spark.values[-2:] == [512, 31000]  # type: ignore[attr-defined]
+        shares = [v / spark.total for v in spark.values[-2:]]  # type: ignore[attr-defined]
+        assert shares == pytest.approx([512 / A6000_MIB, 31000 / A6000_MIB])  # on the card's fixed scale
         assert "sglang::scheduler[4242]@lxc 129" in str(app.query_one("#gpu-holders").render())
         await pilot.press("g")
         assert isinstance(app.screen, GpuDetailScreen)

@@ -16,7 +16,8 @@ from sgtui.remote.runs import RunState, RunStatus
 from sgtui.remote.tail import LogChunk
 from sgtui.ui import remote_backend
 from sgtui.ui.launcher import open_profile
-from sgtui.ui.remote_backend import RemoteBackend, gpu_views, holder_text, run_state_name
+from sgtui.ui.remote_backend import RemoteBackend
+from sgtui.ui.remote_views import gpu_views, holder_text, run_state_name
 from sgtui.ui.views import RunView
 from sgtui.ui.widgets.gpu_panel import holders_text
 

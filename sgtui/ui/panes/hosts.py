@@ -1,5 +1,7 @@
 """The Hosts tab, the fleet view: one row per configured host (connection state and its age, GPUs
 used/total on a fixed scale, its runs and their worst health) with its containers folded under it.
+A connected host gone silent has its GPU values dimmed with their age and its runs' health aged ("1 run
+ready, last seen 35s ago"); a lost host's values are greyed and struck, its containers greyed.
 
 `Enter` on a host unfolds it (and connects it if it is not); on a container it makes that the target.
 Every label is built from `Text` pieces: host names, details and container names are outside text.
@@ -20,6 +22,7 @@ from textual.widgets.tree import TreeNode
 
 from sgtui.ui.session.ages import age_text
 from sgtui.ui.session.fleet import FleetState, HostModel
+from sgtui.ui.status_line import host_silence, stale_text
 from sgtui.ui.views import ContainerView, RunView
 from sgtui.ui.widgets.gpu_sparkline import bar_for, level_style
 
@@ -50,6 +53,7 @@ class Pick:
 
 
 StateOf = Callable[[RunView], str]
+Silence = Callable[[str], float | None]  # host name -> how long its live runs' health went unconfirmed
 
 
 def gpu_text_of(host: HostModel) -> Text:
@@ -79,9 +83,14 @@ def gpu_text(host: HostModel) -> Text:
     return text
 
 
-def runs_text(count: int, health: str | None) -> Text:
+def runs_text(count: int, health: str | None, silence: float | None = None) -> Text:
     """ "2 runs stalled": the live runs and their worst health; "no live run, last failed" when the
-    newest run there ended badly; "no runs" otherwise."""
+    newest run there ended badly; "no runs" otherwise. With `silence`, the live runs' health is stale:
+    "2 runs ready, last seen 35s ago"."""
+    if count and silence is not None:
+        return Text(f"{count} run{'s' if count != 1 else ''} ").append_text(
+            stale_text(health or "?", silence)
+        )
     if not count:
         if health == "failed":
             text = Text("no live run, last ", style="dim")
@@ -93,7 +102,13 @@ def runs_text(count: int, health: str | None) -> Text:
     return text
 
 
-def host_label(host: HostModel, runs: tuple[int, str | None] = (0, None), width: int = NAME_WIDTH) -> Text:
+def host_label(
+    host: HostModel,
+    runs: tuple[int, str | None] = (0, None),
+    width: int = NAME_WIDTH,
+    silence: float | None = None,
+) -> Text:
+    """`silence`: how long the host's live runs' health has gone unconfirmed (a frozen link), else None."""
     mark, style = STATE_MARK.get(host.state, ("?", "dim"))
     text = Text(f"{mark} ", style=style)
     text.append(Text(host.name.ljust(width), style="bold"))
@@ -103,9 +118,14 @@ def host_label(host: HostModel, runs: tuple[int, str | None] = (0, None), width:
     text.append(f" {age}".ljust(STATE_WIDTH - len(state)), style="dim")
     if state == "connected":
         text.append(" ")
-        text.append(gpu_text(host))
+        gpus = gpu_text(host)
+        quiet = host_silence(host, host.ages.clock())
+        if quiet is not None:  # the link went quiet: the last GPU numbers are no longer live
+            gpus.stylize("dim")
+            gpus.append(f" {age_text(quiet)} ago", style="bold yellow")
+        text.append(gpus)
         text.append("  ")
-        text.append(runs_text(*runs))
+        text.append(runs_text(*runs, silence))
     elif state == "lost" and host.gpus:  # the last values known, greyed: they are no longer live
         last = Text(" ")
         last.append(gpu_text_of(host))
@@ -119,12 +139,15 @@ def host_label(host: HostModel, runs: tuple[int, str | None] = (0, None), width:
     return text
 
 
-def container_label(c: ContainerView) -> Text:
+def container_label(c: ContainerView, live: bool = True) -> Text:
+    """`live`: its host is connected; otherwise the row is greyed (its status is the last one known)."""
     text = Text(c.label)
     if c.status:
         text.append(f" {c.status}", style="green" if c.status == "running" else "dim")
     if c.gpus:
         text.append(" GPU " + ",".join(str(g) for g in c.gpus), style="cyan")
+    if not live:
+        text.stylize("dim")
     return text
 
 
@@ -147,6 +170,7 @@ class FleetPane(Vertical):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.fleet = fleet
         self.state_of: StateOf = lambda run: run.state
+        self.runs_silence: Silence = lambda name: None
         self.unfolded: set[str] = set()
         self._host_nodes: dict[str, TreeNode[Pick]] = {}
         self._shape: tuple[object, ...] = ()
@@ -170,15 +194,24 @@ class FleetPane(Vertical):
         """Redraw from the fleet state: labels in place when only values changed (ages, GPUs, runs),
         the whole tree when hosts, containers or the filter did."""
         needle = self.query_one("#host-filter", Input).value.strip().lower()
-        shape = (needle, tuple((n, h.containers_error, tuple(h.containers)) for n, h in self.hosts.items()))
+        shape = (
+            needle,
+            tuple(
+                (n, h.containers_error, tuple(h.containers), h.state == "connected")
+                for n, h in self.hosts.items()
+            ),
+        )
         if shape != self._shape:
             self._shape = shape
             self._rebuild(needle)
             return
         width = self._name_width()
         for name, node in self._host_nodes.items():
-            host = self.hosts[name]
-            node.set_label(host_label(host, self.fleet.run_health(name, self.state_of), width))
+            node.set_label(self._label(name, width))
+
+    def _label(self, name: str, width: int) -> Text:
+        health = self.fleet.run_health(name, self.state_of)
+        return host_label(self.hosts[name], health, width, self.runs_silence(name))
 
     def _name_width(self) -> int:
         return min(max((len(n) for n in self.hosts), default=4), NAME_WIDTH)
@@ -196,14 +229,14 @@ class FleetPane(Vertical):
             ]
             if not kids and not matches(needle, name, host.address, host.source):
                 continue
-            label = host_label(host, self.fleet.run_health(name, self.state_of), width)
+            label = self._label(name, width)
             unfold = name in self.unfolded or bool(needle and kids)
             node = tree.root.add(label, data=Pick(name, None), expand=unfold)
             self._host_nodes[name] = node
             if cursor == node.data:
                 target_line = node
             for c in kids:
-                leaf = node.add_leaf(container_label(c), data=Pick(name, c))
+                leaf = node.add_leaf(container_label(c, host.state == "connected"), data=Pick(name, c))
                 if cursor == leaf.data:
                     target_line = leaf
             if host.containers_error:

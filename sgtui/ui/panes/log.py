@@ -64,7 +64,7 @@ class LogPane(Horizontal):
             column.set_path("")
             self.query_one(Timeline).show(TimelineView())
             self.query_one(NodeTimeline).show([])
-            self.query_one(DiagnosisPanel).show([])
+            self.query_one(DiagnosisPanel).show([], "")
             return
         self.upto = session.log.total
         column.set_path(self._shown_path(session))
@@ -100,8 +100,8 @@ class LogPane(Horizontal):
         """True when there is a diagnosis to look at (the side pane scrolls to it)."""
         panel = self.query_one(DiagnosisPanel)
         session = self.session
-        panel.show(session.diagnoses if session is not None else [])
-        if session is not None and session.diagnoses:
+        panel.show(session.diagnoses if session is not None else [], session.note if session else "")
+        if session is not None and (session.diagnoses or session.note):
             side = self.query_one("#side", VerticalScroll)
             self.call_after_refresh(side.scroll_to_widget, panel, top=True)
             return True

@@ -7,11 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sgtui.ui.session.ages import Ages
+from sgtui.ui.session.gpu_history import GpuHistory
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
 
 HEALTH_ORDER = ("failed", "stalled", "starting", "running", "ready")  # worst first; ended runs rank none
 ALIVE_STATES = ("starting", "running", "ready", "stalled")
 BUSY_MIB = 1024  # a GPU holding more than this is in use (a driver context alone takes ~500 MiB)
+HOST_SAMPLES = 240  # per GPU of every host: the GPU panel's sparklines (2 min at 0.5 s); bounded per fleet
+HOST_CHART_SAMPLES = 3600  # the deployment host's, for the `g` chart before a run is followed (30 min)
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class HostModel:
     runs_by_target: dict[str, list[RunView]] = field(default_factory=dict)
     runs_error: str = ""
     ages: Ages = field(default_factory=Ages)
+    history: GpuHistory = field(default_factory=lambda: GpuHistory(maxlen=HOST_SAMPLES))  # its own only
 
     def set_state(self, state: str, detail: str = "") -> str:
         before = self.state
@@ -51,6 +55,7 @@ class HostModel:
     def set_gpus(self, gpus: list[GpuView], t: float | None = None) -> None:
         self.gpus = gpus
         self.ages.touch("gpus", t)
+        self.history.add(self.ages.seen("gpus") or 0.0, gpus)
 
     def gpu_summary(self) -> GpuSummary | None:
         if not self.gpus:

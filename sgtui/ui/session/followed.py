@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sgtui.ui.session.run import NOTIFIED, RunSession
+from sgtui.ui.views import RunView
 
 MAX_FOLLOWED = 16  # beyond this the oldest ended run is let go (each keeps up to max_lines of log)
 
@@ -27,6 +28,12 @@ class FollowedRuns:
 
     def get(self, key: str) -> RunSession | None:
         return self._sessions.get(key)
+
+    def note_of(self, run: RunView) -> str:
+        """The host's note on why a run is in its state: from its listing, else from its follower's end."""
+        session = self._sessions.get(run.run_id)
+        node = session.nodes.get(run.node_rank or 0) if session is not None else None
+        return run.note or (node.note if node is not None else "")
 
     def add(self, session: RunSession) -> list[RunSession]:
         """Follow `session` (replacing one with the same key); returns the sessions let go to stay

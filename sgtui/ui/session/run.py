@@ -36,6 +36,7 @@ class NodeStream:
     offset: int = 0
     outcome: str = "starting"
     timeline: TimelineView = field(default_factory=TimelineView)
+    note: str = ""  # the host's word on why it ended so (`RunStatus.note`: a full disk, its container gone)
 
 
 def rank_of(run: RunView) -> int:
@@ -189,13 +190,30 @@ class RunSession:
         if self.in_view:  # a run out of view keeps its lines; the view refills from the buffer
             self.post(m.LogLines(self.key, batch, skipped, self.log.total))
 
-    def ended(self, rank: int, state: str, returncode: int | None = None) -> None:
-        """A node's log is read to its end and its process is gone; `state` is the host's word.
+    @property
+    def note(self) -> str:
+        """The host's word on why the run (a node of it) is in its state, "" when it has none; with the
+        node named in a multi-node run."""
+        for rank, node in sorted(self.nodes.items()):
+            if node.note:
+                return f"n{rank}: {node.note}" if self.multi_node else node.note
+        return ""
+
+    def set_note(self, rank: int, note: str) -> None:
+        node = self.nodes.get(rank)
+        if node is not None and note and note != node.note:
+            node.note = note
+            self.post(m.DiagnosisChanged(self.key))
+
+    def ended(self, rank: int, state: str, returncode: int | None = None, note: str = "") -> None:
+        """A node's log is read to its end and its process is gone; `state` is the host's word, `note`
+        its reason beyond the state (a full disk lost the exit code, the container is gone).
 
         The classifier then hears what `sgtui launch --watch` and `sgtui explain` tell theirs: the process
         exit (with its code, when it exited by itself) and the end of the log. Its verdict decides."""
         node = self.nodes[rank]
         self.flush()
+        self.set_note(rank, note)
         tracker = node.tracker
         if state in ("exited", "failed"):  # stopped by us, or unknown: no exit code to judge by
             tracker.process_exited(returncode)
@@ -254,6 +272,7 @@ class RunSession:
         """A runs listing: the host only knows running or ended; a run that ended before its log said
         ready or failed takes the host's word."""
         self.ages.touch("state")
+        self.set_note(rank_of(run), run.note)
         if run.state not in ALIVE and self.state in ALIVE:
             node = self.nodes.get(rank_of(run))
             if node is not None and node.outcome in ("starting", "ready", "stalled"):

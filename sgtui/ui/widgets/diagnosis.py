@@ -8,10 +8,14 @@ from textual.widgets import Static
 from sgtui.ui.views import DiagnosisView, SuggestionView
 
 
-def diagnosis_text(diagnoses: list[DiagnosisView]) -> Text:
-    """Title, then the change `a` applies, then why, then the other suggestions: the side pane is
-    ~30 columns at 80x24 and the why runs to 20 lines, so the fix must not wait below it."""
+def diagnosis_text(diagnoses: list[DiagnosisView], note: str = "") -> Text:
+    """The host's note first (a full disk, the container gone: why the run ended so, in `sgtui runs`'s
+    words), then per diagnosis its title, the change `a` applies, why, and the other suggestions: the
+    side pane is ~30 columns at 80x24 and the why runs to 20 lines, so the fix must not wait below it."""
     text = Text()
+    if note:
+        text.append("! ", style="bold yellow")
+        text.append(note, style="yellow")  # outside text: appended as text, never parsed as markup
     first = first_applicable(diagnoses)
     for d in diagnoses:
         text.append("\n" if text else "")
@@ -44,12 +48,16 @@ class DiagnosisPanel(Static):
     def __init__(self, **kwargs: object) -> None:
         super().__init__("", **kwargs)  # type: ignore[arg-type]
         self.diagnoses: list[DiagnosisView] = []
+        self.note = ""
         self.display = False
 
-    def show(self, diagnoses: list[DiagnosisView]) -> None:
+    def show(self, diagnoses: list[DiagnosisView], note: str | None = None) -> None:
+        """`note`: the host's word on why the run ended so; None keeps the one shown."""
         self.diagnoses = diagnoses
-        self.display = bool(diagnoses)
-        self.update(diagnosis_text(diagnoses))
+        if note is not None:
+            self.note = note
+        self.display = bool(diagnoses or self.note)
+        self.update(diagnosis_text(diagnoses, self.note))
 
     @property
     def first_suggestion(self) -> SuggestionView | None:

@@ -1,4 +1,7 @@
-"""Per-GPU memory: a fixed-scale sparkline, used/total, utilisation, and who holds the memory."""
+"""Per-GPU memory: a fixed-scale sparkline, used/total, utilisation, and who holds the memory.
+
+The sparklines draw the shown host's own `GpuHistory` (one series per GPU index), so after the followed
+run switches to another host they show that host's samples only."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
+from sgtui.ui.session.gpu_history import GpuHistory
 from sgtui.ui.views import GpuView
 from sgtui.ui.widgets.gpu_sparkline import FixedSparkline, level_style
 
@@ -74,9 +78,13 @@ class GpuRow(Horizontal):
         yield self.spark
         yield self.usage
 
-    def update_gpu(self, gpu: GpuView) -> None:
+    def update_gpu(self, gpu: GpuView, history: GpuHistory | None = None) -> None:
+        """`history`: the host's own samples, this one included; without it the row keeps its own."""
         self.gpu = gpu
-        self.spark.push(gpu.used_mib, gpu.total_mib)
+        if history is not None:
+            self.spark.show(history.used_gib(gpu.index), gpu.total_mib / 1024)
+        else:
+            self.spark.push(gpu.used_mib, gpu.total_mib)
         self.usage.update(usage_text(gpu), layout=False)
 
 
@@ -107,7 +115,8 @@ class GpuPanel(Vertical):
         yield Static(Text("no GPU samples yet: pick a host", style="dim"), id="gpu-empty")
         yield Static("", id="gpu-holders")
 
-    def show(self, gpus: list[GpuView]) -> None:
+    def show(self, gpus: list[GpuView], history: GpuHistory | None = None) -> None:
+        """The host's newest sample; `history`, its own `GpuHistory`, is what the sparklines draw."""
         self.latest = gpus
         problem = problem_text(gpus)
         rows = [] if problem is not None else gpus
@@ -121,7 +130,7 @@ class GpuPanel(Vertical):
         if problem is not None:
             empty.update(problem)
         for gpu in rows:
-            self._rows[gpu.index].update_gpu(gpu)
+            self._rows[gpu.index].update_gpu(gpu, history)
         self.stale = False
         self._draw_holders()
 

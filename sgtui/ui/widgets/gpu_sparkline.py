@@ -43,7 +43,8 @@ def sparkline_text(values: Iterable[float], total: float, width: int) -> Text:
 
 
 class FixedSparkline(Widget):
-    """Memory history of one GPU, newest sample on the right."""
+    """Memory history of one GPU, newest sample on the right: `show` draws a history kept elsewhere
+    (the host's own, `GpuHistory`), `push` one it keeps itself."""
 
     DEFAULT_CSS = """
     FixedSparkline { height: 1; width: 1fr; }
@@ -57,6 +58,14 @@ class FixedSparkline(Widget):
     @property
     def values(self) -> list[float]:
         return list(self._values)
+
+    def show(self, values: Iterable[float], total: float) -> None:
+        """Draw exactly `values` (oldest first) on a 0..total scale: what was drawn before is dropped."""
+        self._values.clear()
+        self._values.extend(values)
+        if total > 0:
+            self.total = total
+        self.refresh()
 
     def push(self, value: float, total: float | None = None) -> None:
         if total is not None and total > 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from sgtui.ui.backend import Backend
+from sgtui.ui.backend import Backend, RunExit
 from sgtui.ui.logtext import clean_line
 from sgtui.ui.session.run import RunSession
 
@@ -101,9 +101,9 @@ class Follower:
             if event is not None:
                 self.session.stalled(self.rank, str(getattr(event, "text", "") or event))
 
-    async def _final_state(self) -> tuple[str, int | None]:
-        """The host's word and the exit code: what the classifier's `process_exited` needs."""
+    async def _final_state(self) -> RunExit:
+        """The host's word, the exit code (what the classifier's `process_exited` needs) and its note."""
         try:
-            return await self.backend.run_exit(self.node.run)
+            return RunExit(*await self.backend.run_exit(self.node.run))
         except Exception:
-            return "unknown", None
+            return RunExit("unknown")
