@@ -151,3 +151,29 @@ def test_a_diagnosis_prints_the_same_try_lines_for_one_node_and_for_a_node_of_ma
     assert (
         data["event"] == "diagnosis" and data["node_rank"] == 1 and data["suggestions"][0]["value"] == "0.88"
     )
+
+
+async def test_the_watch_says_what_happened_to_a_container_that_took_the_run_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A docker run whose container was removed ends with docker's word on it, as `sgtui runs` shows."""
+    from types import SimpleNamespace
+
+    from sgtui.commands import launch as launch_cmd
+    from sgtui.remote.run_records import RunStatus
+    from sgtui.remote.runs import RunState
+
+    class Gone:
+        async def status(self, record: object) -> RunStatus:
+            return RunStatus(RunState.DEAD, why="its container sglang was removed")
+
+        async def read_rest(self, record: object, offset: int) -> SimpleNamespace:
+            return SimpleNamespace(lines=[], end=offset)
+
+    monkeypatch.setattr(launch_cmd, "STATUS_POLL_S", 0)
+    out = io.StringIO()
+    watch = launch_cmd.Watch(Gone(), SimpleNamespace(id="run-1"), launch_cmd.Printer(True, out), None)  # type: ignore[arg-type]
+    await watch._poll_status()
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert watch.exited and events[0]["event"] == "note"
+    assert events[0]["message"] == "its container sglang was removed"

@@ -306,6 +306,8 @@ class Watch:
             self.exit_code = status.rc
             if status.disk_full:  # no exit code because it could not be written
                 self.printer.emit("disk_full", status.disk_full, message=status.disk_full)
+            elif status.why:  # what happened to its container (removed, restarted by docker, ...)
+                self.printer.emit("note", f"run {self.record.id}: {status.why}", message=status.why)
             for event in self.classifier.process_exited(status.rc) + self.classifier.finish():
                 self._event(event)  # the process is gone: its log has ended (a trailing traceback killed it)
 
