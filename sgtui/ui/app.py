@@ -32,7 +32,8 @@ from sgtui.ui.panes.flags import FlagsPane
 from sgtui.ui.panes.hosts import FleetPane
 from sgtui.ui.panes.log import LogPane
 from sgtui.ui.panes.runs import RunsTable
-from sgtui.ui.routing import Routing
+from sgtui.ui.routing import HostRouting
+from sgtui.ui.run_routing import RunRouting
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
 from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
 from sgtui.ui.views import RunView
@@ -63,7 +64,7 @@ FLEET_TICK_S = 1.0  # ages in the fleet view and status line
 RUNS_REFRESH_S = 30.0
 
 
-class SgtuiApp(Actions, HostDialogs, Routing, App[None]):
+class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
     CSS_PATH = Path(__file__).with_name("sgtui.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "sgtui"
     COMMANDS: ClassVar = App.COMMANDS | {SgtuiCommands}
