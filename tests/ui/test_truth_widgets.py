@@ -13,6 +13,7 @@ from sgtui.ui.screens.gpu_detail import GpuChart
 from sgtui.ui.session.gpu_history import GpuHistory
 from sgtui.ui.views import GpuView
 from sgtui.ui.widgets.gpu_panel import GpuPanel, usage_text
+from tests.ui.conftest import wait_for
 
 FAILS: dict[str, Any] = {
     "verdict": "fails",
@@ -210,3 +211,42 @@ def test_a_lost_host_keeps_its_last_gpu_row_greyed() -> None:
     assert "lost" in lost.plain and summary in lost.plain  # still there, as the last value known
     greyed = [span for span in lost.spans if "strike" in str(span.style)]
     assert greyed, "the last known GPU values are shown struck through and dim"
+
+
+async def test_a_stop_question_with_a_long_command_line_keeps_its_buttons_on_an_80x24_screen() -> None:
+    """A server's whole argv in the preview scrolls inside the dialog; the question and Yes/No stay on
+    screen, No focused."""
+    from sgtui.ui.screens.confirm import ConfirmScreen
+
+    argv = " ".join(f"--flag-{i} value-{i}" for i in range(120))
+
+    async def preview() -> str:
+        leader = f"python -m sglang.launch_server {argv}"
+        return f"process group 4242: 3 process(es)\n  leader: {leader}\n  recorded: {argv}"
+
+    class Stopping(App[Any]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.answers: list[bool | None] = []
+
+        def on_mount(self) -> None:
+            self.push_screen(
+                ConfirmScreen("Stop run-1 on sim?", "TERM to its group", preview), self.answers.append
+            )
+
+    app = Stopping()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "leader" in str(app.screen.query_one("#confirm-preview").render()))
+        await pilot.pause()
+        screen = app.screen.region
+        assert screen.contains_region(app.screen.query_one("Vertical").region), "the dialog is cut"
+        question = app.screen.query_one("#confirm-question").region
+        assert question.height >= 1 and screen.contains_region(question), (
+            f"the question is off screen: {question}"
+        )
+        for button in app.screen.query("Button"):
+            seen = button.region  # the part on screen (empty when it is pushed off the bottom)
+            assert seen.height == 3 and screen.contains_region(seen), f"{button.id} is off screen: {seen}"
+        assert app.focused is not None and app.focused.id == "no"
+        await pilot.press("enter")
+        assert app.answers == [False]

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
@@ -22,8 +22,11 @@ class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
-        width: 64; max-width: 90%; height: auto; border: thick $warning; background: $surface; padding: 1 2;
+        width: 64; max-width: 90%; height: auto; max-height: 100%;
+        border: thick $warning; background: $surface; padding: 1 2;
     }
+    /* a long preview (a server's whole command line) scrolls; the question and the buttons stay on screen */
+    ConfirmScreen #confirm-body { height: auto; max-height: 60vh; }
     ConfirmScreen Horizontal { height: auto; margin-top: 1; align-horizontal: right; }
     ConfirmScreen Button { margin-left: 2; }
     """
@@ -40,11 +43,12 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(self.question, style="bold"), id="confirm-question")
-            if self.detail:
-                detail = self.detail if isinstance(self.detail, Text) else Text(self.detail)
-                yield Static(detail, id="confirm-detail")
-            if self.preview is not None:
-                yield Static("reading what this will hit…", id="confirm-preview", markup=False)
+            with VerticalScroll(id="confirm-body", can_focus=False):
+                if self.detail:
+                    detail = self.detail if isinstance(self.detail, Text) else Text(self.detail)
+                    yield Static(detail, id="confirm-detail")
+                if self.preview is not None:
+                    yield Static("reading what this will hit…", id="confirm-preview", markup=False)
             with Horizontal():
                 yield Button("Yes (y)", variant="warning", id="yes")
                 yield Button("No (n)", id="no")
