@@ -17,6 +17,15 @@ REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "profiles" / "qwen36-27b-2xa6000.yaml"
 
 
+def asking(app: Any) -> bool:
+    """A yes/no question is on screen and ready to answer: pushed, composed, its No button focused (the
+    screen becomes the active one before its children are mounted)."""
+    from sgtui.ui.screens.confirm import ConfirmScreen
+
+    screen = app.screen
+    return isinstance(screen, ConfirmScreen) and screen.focused is not None and screen.focused.id == "no"
+
+
 @pytest.fixture
 def profile() -> Profile:
     return load_profile(PROFILE)

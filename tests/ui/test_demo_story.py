@@ -16,11 +16,10 @@ from sgtui.ui import remote_backend
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.remote_backend import RemoteBackend
 from sgtui.ui.remote_views import run_view
-from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.log_view import LogView
-from tests.ui.conftest import launch_anyway, wait_for
+from tests.ui.conftest import asking, launch_anyway, wait_for
 
 SPEED = 20.0
 
@@ -85,7 +84,7 @@ async def test_restarting_a_ready_run_stops_it_waits_for_its_gpus_and_relaunches
             await wait_for(pilot, lambda: app.run_state == "ready", 30, "the first run ready")
             first = app.current
             await launch_anyway(pilot, app, "r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the restart question")
+            await wait_for(pilot, lambda: asking(app), 20, "the restart question")
             await pilot.press("y")
             await wait_for(pilot, lambda: app.current is not first, 40, "the relaunch")
             await wait_for(pilot, lambda: app.run_state == "ready", 30, "the second run ready")
@@ -117,7 +116,7 @@ async def test_a_first_seen_host_key_is_trusted_only_after_the_user_says_yes(_co
         )
         app = SgtuiApp(backend, load_profile(path), path, theme="textual-dark")
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the host key question")
+            await wait_for(pilot, lambda: asking(app), 20, "the host key question")
             assert "SHA256:" in str(app.screen.query_one("#confirm-detail").render())
             assert app.host_states["sim"] == "unknown-key"
             await pilot.press("y")

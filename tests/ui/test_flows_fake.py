@@ -14,7 +14,6 @@ from sgtui.core.profiles import Profile, load_profile
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.panes.hosts import FleetPane
 from sgtui.ui.panes.runs import RunsTable
-from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.screens.gpu_detail import GpuDetailScreen
 from sgtui.ui.screens.help import HelpScreen
 from sgtui.ui.views import DiagnosisView, RunView, SuggestionView
@@ -23,7 +22,7 @@ from sgtui.ui.widgets.fit_panel import FitPanel
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.widgets.timeline import Timeline
-from tests.ui.conftest import launch_anyway, press_until, wait_for
+from tests.ui.conftest import asking, launch_anyway, press_until, wait_for
 from tests.ui.fakes import A6000_MIB, FakeBackend, gpus
 from tests.ui.scripts import failing_log, ready_log
 
@@ -87,7 +86,7 @@ async def test_restart_asks_first_waits_for_the_gpus_then_launches_into_a_new_lo
         await launch_until(pilot, app, "ready")
         first = app.current
         await launch_anyway(pilot, app, "r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation")
+        await wait_for(pilot, lambda: asking(app), what="confirmation")
         assert backend.stopped == []
         await pilot.press("y")
         await wait_for(
@@ -106,7 +105,7 @@ async def test_declining_the_stop_question_stops_nothing(profile: Profile) -> No
     async with app.run_test(size=SIZE) as pilot:
         await launch_until(pilot, app, "ready")
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: asking(app))
         await pilot.press("n")
         await pilot.pause(0.1)
         assert backend.stopped == []

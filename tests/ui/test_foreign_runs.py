@@ -16,8 +16,7 @@ from sgtui.remote.targets import Target
 from sgtui.sim.host import SimHost
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.remote_backend import RemoteBackend
-from sgtui.ui.screens.confirm import ConfirmScreen
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import asking, wait_for
 
 
 async def test_a_planted_record_that_sorts_last_is_not_reattached_and_stop_shows_its_target(
@@ -54,7 +53,7 @@ async def test_a_planted_record_that_sorts_last_is_not_reattached_and_stop_shows
                     )
                 ]
                 await pilot.press("s")
-                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the stop question")
+                await wait_for(pilot, lambda: asking(app), 5, "the stop question")
                 preview = app.screen.query_one("#confirm-preview", Static)
                 await wait_for(pilot, lambda: "process group" in str(preview.render()), 10, "the preview")
                 text = str(preview.render())

@@ -11,12 +11,11 @@ from textual.widgets import TabbedContent
 
 from sgtui.core.profiles import Profile
 from sgtui.ui.app import SgtuiApp
-from sgtui.ui.screens.confirm import ConfirmScreen
 from sgtui.ui.screens.fit_confirm import FitConfirmScreen
 from sgtui.ui.screens.profiles import ProfilesScreen
 from sgtui.ui.views import RunView
 from sgtui.ui.widgets.fit_panel import FitPanel
-from tests.ui.conftest import launch_anyway, press_until, wait_for
+from tests.ui.conftest import asking, launch_anyway, press_until, wait_for
 from tests.ui.fakes import FakeBackend
 from tests.ui.scripts import failing_log, ready_log
 
@@ -134,7 +133,7 @@ async def test_quitting_with_unsaved_flag_edits_asks_and_defaults_to_no(profile:
         await pilot.pause()
         app.main.query_one(TabbedContent).active = "log"
         app.log_pane.log.focus()
-        await press_until(pilot, "q", lambda: isinstance(app.screen, ConfirmScreen), "the quit question")
+        await press_until(pilot, "q", lambda: asking(app), "the quit question")
         await pilot.press("escape")
         await pilot.pause()
         assert app.is_running
@@ -151,7 +150,7 @@ async def test_r_names_sgtuis_own_run_holding_the_gpus_and_offers_to_stop_it(pro
         await wait_for(pilot, lambda: app.session is not None and not app.session.alive, what="old run ended")
         await wait_for(pilot, lambda: any(r.run_id == "run-live" for r in app.fleet.host("pve").runs))
         await launch_anyway(pilot, app, "r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the holder question")
+        await wait_for(pilot, lambda: asking(app), what="the holder question")
         assert "run-live holds GPU 0,1" in str(app.screen.query_one("#confirm-question").render())
         await pilot.press("y")
         await wait_for(pilot, lambda: backend.stopped == ["run-live"], what="the holder stopped")

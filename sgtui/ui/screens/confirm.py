@@ -54,7 +54,8 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button("No (n)", id="no")
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+        for no in self.query("#no").results(Button):  # none when the app closed while this was composed
+            no.focus()
         if self.preview is not None:
             self.run_worker(
                 self._show_preview(self.preview), group="confirm-preview", exclusive=True, exit_on_error=False
