@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ui_keys import flood_line
 
-from sgtui.ui.widgets.log_store import LineStore, Search
+from sgtui.ui.widgets.log_search import Search
+from sgtui.ui.widgets.log_store import LineStore
 
 QUERIES = (
     ("token usage: 0\\.4", "regex, case-insensitive"),

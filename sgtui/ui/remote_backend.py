@@ -305,7 +305,7 @@ class RemoteBackend:
             yield rest_end, lines
 
     async def run_state(self, run: RunView) -> str:
-        return (await self.run_exit(run))[0]
+        return (await self.run_exit(run)).state
 
     async def run_exit(self, run: RunView) -> RunExit:
         record, manager = self._record_manager(run)

@@ -145,7 +145,7 @@ class FakeBackend:
             await asyncio.Event().wait()
 
     async def run_state(self, run: RunView) -> str:
-        return (await self.run_exit(run))[0]
+        return (await self.run_exit(run)).state
 
     async def run_exit(self, run: RunView) -> RunExit:
         rc = self.exit_codes.get(run.run_id)

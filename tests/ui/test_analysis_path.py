@@ -13,6 +13,7 @@ from textual.message import Message
 
 from sgtui.core.logs import LogClassifier, classify_text, diagnose
 from sgtui.ui import messages as m
+from sgtui.ui.backend import RunExit
 from sgtui.ui.session.run import RunSession
 from sgtui.ui.views import RunView
 from sgtui.ui.workers.follow import Follower
@@ -27,9 +28,9 @@ class EndedRun(FakeBackend):
     def __init__(self, lines: list[str], state: str = "unknown", rc: int | None = None) -> None:
         super().__init__()
         self.existing_logs["r"] = lines
-        self.end = (state, rc)
+        self.end = RunExit(state, rc)
 
-    async def run_exit(self, run: RunView) -> tuple[str, int | None]:
+    async def run_exit(self, run: RunView) -> RunExit:
         return self.end
 
 

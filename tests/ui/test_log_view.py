@@ -6,7 +6,8 @@ from textual.app import App, ComposeResult
 
 from sgtui.ui.screens.line import LineScreen
 from sgtui.ui.widgets.log_column import LogColumn, status_text
-from sgtui.ui.widgets.log_store import MAX_LINE, SEARCH_SPAN, LineStore, Search
+from sgtui.ui.widgets.log_search import SEARCH_SPAN, Search
+from sgtui.ui.widgets.log_store import MAX_LINE, LineStore
 from sgtui.ui.widgets.log_view import LogView
 
 

@@ -87,10 +87,6 @@ def runs_text(count: int, health: str | None, silence: float | None = None) -> T
     """ "2 runs stalled": the live runs and their worst health; "no live run, last failed" when the
     newest run there ended badly; "no runs" otherwise. With `silence`, the live runs' health is stale:
     "2 runs ready, last seen 35s ago"."""
-    if count and silence is not None:
-        return Text(f"{count} run{'s' if count != 1 else ''} ").append_text(
-            stale_text(health or "?", silence)
-        )
     if not count:
         if health == "failed":
             text = Text("no live run, last ", style="dim")
@@ -98,6 +94,8 @@ def runs_text(count: int, health: str | None, silence: float | None = None) -> T
             return text
         return Text("no runs", style="dim")
     text = Text(f"{count} run{'s' if count != 1 else ''} ")
+    if silence is not None:
+        return text.append_text(stale_text(health or "?", silence))
     text.append(health or "?", style=HEALTH_STYLE.get(health or "", ""))
     return text
 

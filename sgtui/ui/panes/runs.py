@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from sgtui.ui.session.ages import age_text
+from sgtui.ui.status_line import stale_text
 from sgtui.ui.views import RunView
 
 STATE_STYLE = {
@@ -34,7 +35,7 @@ def row_key(run: RunView) -> str:
 def state_cell(run: RunView, silence: float | None = None) -> Text:
     """The run's state; stale: "ready, last seen 35s ago"; with the host's note on why, cut to fit."""
     if silence is not None:
-        text = Text(f"{run.state}, last seen {age_text(silence)} ago", style="bold yellow")
+        text = stale_text(run.state, silence)
     else:
         text = Text(run.state, style=STATE_STYLE.get(run.state, ""))
     if run.note:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
-from sgtui.ui.widgets.log_store import Search
+from sgtui.ui.widgets.log_search import Search
 from sgtui.ui.widgets.run_log import line_kind
 
 if TYPE_CHECKING:

@@ -12,9 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
-from sgtui.ui.widgets.log_search import SEARCH_SPAN, Search
-
-__all__ = ["MAX_LINE", "SEARCH_SPAN", "LineStore", "Search", "clip"]
+from sgtui.ui.widgets.log_search import Search
 
 MAX_LINE = 16_384  # a server_args= dump is ~6 k characters; a tensor dump is cut here, saying by how much
 

@@ -104,6 +104,6 @@ class Follower:
     async def _final_state(self) -> RunExit:
         """The host's word, the exit code (what the classifier's `process_exited` needs) and its note."""
         try:
-            return RunExit(*await self.backend.run_exit(self.node.run))
+            return await self.backend.run_exit(self.node.run)
         except Exception:
             return RunExit("unknown")
