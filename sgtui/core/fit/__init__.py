@@ -5,6 +5,6 @@
 """
 
 from sgtui.core.fit.engine import TIGHT_SHARE, fit
-from sgtui.core.fit.report import BudgetLine, FitReport, FitWarning, MambaPool, Warning
+from sgtui.core.fit.report import BudgetLine, FitReport, FitWarning, Fix, MambaPool, Warning
 
-__all__ = ["TIGHT_SHARE", "BudgetLine", "FitReport", "FitWarning", "MambaPool", "Warning", "fit"]
+__all__ = ["TIGHT_SHARE", "BudgetLine", "FitReport", "FitWarning", "Fix", "MambaPool", "Warning", "fit"]

@@ -25,6 +25,22 @@ Warning = FitWarning  # the name the architecture contract uses
 
 
 @dataclass(frozen=True)
+class Fix:
+    """One change that would make a failing (or tight) launch start, with the verdict of its own fit.
+
+    `FitReport.fixes` is the one ranking every place uses (the TUI's question, `sgtui fit`, the
+    preflight, the diagnosis after a failure): a fix whose own fit is "fits" before a "tight" one."""
+
+    flag: str
+    value: Any
+    verdict: str  # the fit's verdict with this fix applied
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flag": self.flag, "value": self.value, "verdict": self.verdict, "why": self.why}
+
+
+@dataclass(frozen=True)
 class MambaPool:
     """The linear-attention state pool of one GPU (sizes in GiB; the pool pads one slot)."""
 
@@ -119,6 +135,21 @@ class FitReport:
     predicted_log: dict[str, float | int | None] = field(default_factory=dict)
     dtype: str = ""  # the model's runtime dtype ("bfloat16")
     budget: list[BudgetLine] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+
+    def first_fix(self) -> Fix | None:
+        """The fix offered first: the first ranked one that fits, else the first tight one; before the
+        ranking exists for a report, the first warning that names a flag and a value."""
+        for wanted in ("fits", "tight"):
+            for f in self.fixes:
+                if f.verdict == wanted:
+                    return f
+        if self.fixes:
+            return None
+        for w in self.warnings:
+            if w.flag and w.flag.startswith("--") and w.suggested_value is not None:
+                return Fix(w.flag, w.suggested_value, "unknown", w.message)
+        return None
 
     def to_json(self) -> dict[str, Any]:
         """The `sgtui fit --json` object (DESIGN.md contract keys first; sizes in GiB)."""
@@ -181,6 +212,7 @@ class FitReport:
             "activation_estimate_gib": _r(self.activation_estimate_gib),
             "predicted_log": self.predicted_log,
             "notes": self.notes,
+            "fixes": [f.to_json() for f in self.fixes],
             "budget": [
                 {"key": b.key, "item": b.item, "gib": _r(b.gib), "count": b.count, "detail": b.detail}
                 for b in self.budget
