@@ -86,7 +86,9 @@ def _summary(r: FitReport) -> str:
 def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: ModelFacts) -> None:
     """Append warnings (in order of importance) to `report`."""
     w = report.warnings
-    current = round(report.mem_fraction_static * 1000)
+    # the value the flag holds: SGLang may shrink it afterwards (aiter, multimodal), and a suggestion is
+    # a flag value, so the search starts from the flag's own value
+    current = round((spec.mem_fraction_static or report.mem_fraction_static) * 1000)
 
     def pools_fit_at(t: int) -> bool:
         return _pools_fit(recompute(_mfs(spec, t)))

@@ -125,15 +125,34 @@ def _default_page_size(spec: LaunchSpec) -> int:
 
 
 def _aiter_shrinks(spec: LaunchSpec, model: ModelFacts, gpu: GpuSpec, window: Window, ctx: int) -> bool:
-    """0.4.8 on (model_runner, later server_args/attention_hook): the aiter attention backend with a
-    context over 8192 multiplies mem-fraction-static by 0.85, a set value too. aiter is named with
-    --attention-backend, or is ROCm's default for MHA models when the backend is left unset."""
+    """0.4.7 on (model_runner.__init__; 0.5.x server_args; 0.5.23 arg_groups/attention_hook): the aiter
+    attention backend with a context over 8192 multiplies mem-fraction-static by 0.85, a set value too.
+    aiter is named with --attention-backend, or is ROCm's default when the backend is left unset
+    (`rocm_default_is_aiter`)."""
     if not window.rules.aiter_long_context_shrink or ctx <= 8192:
         return False
     backend = (spec.attention_backend or "").lower()
     if backend:
         return backend == "aiter"
-    return is_rocm(gpu.name) and not model.is_mla
+    return is_rocm(gpu.name) and rocm_default_is_aiter(spec, model, window)
+
+
+def rocm_default_is_aiter(spec: LaunchSpec, model: ModelFacts, window: Window) -> bool:
+    """Whether SGLang picks aiter on ROCm when --attention-backend is unset: always for MHA models; for
+    MLA models when ModelConfig.get_num_kv_heads(tp_size) = max(1, kv_heads // tp) is 16 or 128
+    ("current aiter only support head number 16 or 128"; model_runner.model_specific_adjustment
+    0.4.7-0.5.5, server_args._handle_attention_backend_compatibility 0.5.6, server_args.
+    _get_default_attn_backend 0.5.10, arg_groups/model_override_base.get_default_attn_backend 0.5.23),
+    and before 0.5.3 only without speculative decoding. DeepSeek-R1 (128 KV heads) gets aiter at TP 1
+    and TP 8, triton at TP 16."""
+    if not model.is_mla:
+        return True
+    rule = window.rules.aiter_mla_default
+    if rule == "never":
+        return False
+    if rule == "heads-16-128-no-spec" and spec.speculative_algorithm:
+        return False
+    return max(1, model.num_kv_heads // spec.tp_size) in (16, 128)
 
 
 def _resolve(

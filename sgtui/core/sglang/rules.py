@@ -92,3 +92,7 @@ class Rules:
     strategy_flag: str = "--mamba-scheduler-strategy"
     # --- ROCm ---
     aiter_long_context_shrink: bool = False  # aiter backend and context > 8192: x0.85, a set value too
+    # when ROCm's default attention backend for an MLA model is aiter (else triton): "never";
+    # "heads-16-128-no-spec" (get_num_kv_heads(tp) is 16 or 128 and no speculative decoding);
+    # "heads-16-128" (the head test only). MHA models get aiter on ROCm whenever the shrink exists.
+    aiter_mla_default: str = "never"

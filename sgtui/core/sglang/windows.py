@@ -93,19 +93,24 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         {"auto_mfs": "tp-table-80g", "spec_default_max_running": True, "multimodal_shrink": 0.90},
     ),
     ("0.4.6.post2", "0.4.6.post2 bump", "server_args.__post_init__", {"auto_mfs": "tp-table-bump"}),
-    ("0.4.7", "0.4.7 spec bump", "server_args.__post_init__", {"auto_mfs": "tp-table-bump-spec"}),
+    (
+        "0.4.7",
+        "0.4.7 spec bump, aiter shrink",
+        "server_args.__post_init__; model_runner.__init__ (0.4.7 line 423: attention_backend == 'aiter' and "
+        "context_len > 8192 -> mem_fraction_static *= 0.85; model_initialize picks aiter on ROCm for MHA, "
+        "and for MLA when get_num_kv_heads(tp) is 16 or 128 and spec_algorithm.is_none(); 0.4.6.post5 "
+        "has neither)",
+        {
+            "auto_mfs": "tp-table-bump-spec",
+            "aiter_long_context_shrink": True,
+            "aiter_mla_default": "heads-16-128-no-spec",
+        },
+    ),
     (
         "0.4.7.post1",
         "0.4.7.post1 class reserve",
         "server_args.__post_init__ (fraction and chunked-prefill / graph tiers by GPU class)",
         {"auto_mfs": "class-reserve", "tier_table": "class"},
-    ),
-    (
-        "0.4.8",
-        "0.4.8 aiter shrink",
-        "model_runner.__init__ (aiter, context_len > 8192: mem_fraction_static *= 0.85; aiter is the "
-        "ROCm default for MHA models in model_initialize)",
-        {"aiter_long_context_shrink": True},
     ),
     ("0.4.9", "0.4.9 no multimodal shrink", "model_runner.__init__", {"multimodal_shrink": 1.0}),
     ("0.4.10", "0.4.10 VLM adjustment", "server_args.adjust_mem_fraction_for_vlm", {"vlm_mfs_adjust": True}),
@@ -120,8 +125,11 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "0.5.3",
         "0.5.3 reservation formula",
         "server_args._handle_gpu_memory_settings; model_runner.init_memory_pool (kv_cache_quant_algo, "
-        "'Current value: {self.server_args.mem_fraction_static=}')",
+        "'Current value: {self.server_args.mem_fraction_static=}'); model_runner.model_specific_adjustment "
+        "(an MLA model on ROCm gets aiter at 16 or 128 KV heads per GPU, speculative decoding or not; "
+        "0.5.2 still required spec_algorithm.is_none())",
         {
+            "aiter_mla_default": "heads-16-128",
             "auto_mfs": "formula",
             "tier_table": "formula",
             "spec_reserve_mib": 2048,
