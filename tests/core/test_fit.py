@@ -672,7 +672,8 @@ def test_the_target_does_not_load_the_checkpoints_mtp_layers(tmp_path: Path, qwe
     m = load_model_facts(tmp_path)
     r = fit(EXAMPLE_A, m, A6000, version="0.5.23", free_gib=47.0)
     mtp = r.draft_weights_gib * 2  # the draft estimate is these same layers, per GPU
-    assert r.weights_gib == pytest.approx(total / 2 / 2**30 - mtp / 2, rel=1e-6)
+    # rel 1e-4: the norms every rank keeps whole (about 0.6 MB here) sit on top of the even split
+    assert r.weights_gib == pytest.approx(total / 2 / 2**30 - mtp / 2, rel=1e-4)
     assert 0.3 < r.draft_weights_gib < 0.5
 
 

@@ -26,6 +26,7 @@ from sgtui.core.fit.pools import (
     weight_bytes_on_gpu,
 )
 from sgtui.core.fit.report import FitReport
+from sgtui.core.fit.shards import Sharded, shard_weights
 from sgtui.core.fit.sizing import size_pools
 from sgtui.core.fit.spec import (
     DEFAULT_MAX_RUNNING,
@@ -155,6 +156,22 @@ def rocm_default_is_aiter(spec: LaunchSpec, model: ModelFacts, window: Window) -
     return max(1, model.num_kv_heads // spec.tp_size) in (16, 128)
 
 
+def _shard_note(sharded: Sharded, shards: int) -> str:
+    """Why the weights per GPU are not the checkpoint over tp x pp."""
+    parts = []
+    if sharded.whole_bytes:
+        parts.append(
+            f"{sharded.whole_bytes / GIB:.2f} GiB held whole on every GPU (replicated layers, router, norms)"
+        )
+    if sharded.copy_bytes:
+        parts.append(f"{sharded.copy_bytes / GIB:.2f} GiB of MLA's w_kc/w_vc copies made after loading")
+    why = "; ".join(parts) or "K/V heads, vocabulary padding or the parallel layout"
+    return (
+        f"Weights per GPU {sharded.per_gpu_bytes / GIB:.2f} GiB, not the checkpoint / {shards} = "
+        f"{sharded.even_split_bytes / GIB:.2f} GiB: {why}."
+    )
+
+
 def _resolve(
     spec: LaunchSpec,
     model: ModelFacts,
@@ -198,7 +215,14 @@ def _resolve(
     shards = spec.tp_size * spec.pp_size
     p = min(per_gpu) if per_gpu else gpu.gib - CUDA_CONTEXT_GIB - (NCCL_GIB if shards > 1 else 0.0)
     model_bytes, bytes_estimated = weight_bytes_on_gpu(spec, model)
-    w = weights_gib if weights_gib is not None else model_bytes / shards / GIB
+    w = weights_gib
+    if w is None:
+        sharded = shard_weights(
+            spec, model, model_bytes, rules, rocm=is_rocm(gpu.name), dtype=model_dtype(spec, model)
+        )
+        w = sharded.per_gpu_bytes / GIB
+        if abs(sharded.per_gpu_bytes - sharded.even_split_bytes) > 0.01 * sharded.even_split_bytes:
+            notes.append(_shard_note(sharded, shards))
     sd = speculative_params(spec, model)
     max_running = spec.max_running_requests
     draft_w = 0.0

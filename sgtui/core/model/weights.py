@@ -168,12 +168,15 @@ def _parts(m: ModelFacts) -> dict[str, int]:
     return parts
 
 
-def quantized_weight_bytes(m: ModelFacts, scheme: QuantScheme) -> int:
-    """Bytes of a quantized checkpoint: each part at the scheme's bytes per parameter, the parts it
-    leaves out (embeddings, lm_head, norms, the vision tower, ignored modules) in the model dtype."""
+def part_bytes(m: ModelFacts, scheme: QuantScheme | None = None) -> dict[str, float]:
+    """Bytes of each part of the checkpoint (the keys of `_parts`): each at the scheme's bytes per
+    parameter, the parts it leaves out (embeddings, lm_head, norms, the vision tower, ignored modules)
+    in the model dtype; without a scheme every part in the model dtype."""
     plain = DTYPE_BYTES.get(m.dtype, 2)
+    if scheme is None:
+        return {part: float(params * plain) for part, params in _parts(m).items()}
     ignored = _ignored_parts(scheme.ignored, m.num_layers)
-    total = 0.0
+    out: dict[str, float] = {}
     for part, params in _parts(m).items():
         if part in ("norms", "vision", "embed") or (part == "lm_head" and not scheme.lm_head_quantized):
             quant = float(plain)
@@ -186,8 +189,13 @@ def quantized_weight_bytes(m: ModelFacts, scheme: QuantScheme) -> int:
         else:
             quant = scheme.linear_bytes
         share = ignored.get(part, 0.0)
-        total += params * (share * plain + (1 - share) * quant)
-    return int(total)
+        out[part] = params * (share * plain + (1 - share) * quant)
+    return out
+
+
+def quantized_weight_bytes(m: ModelFacts, scheme: QuantScheme) -> int:
+    """Bytes of a quantized checkpoint: the sum of `part_bytes` under the scheme."""
+    return int(sum(part_bytes(m, scheme).values()))
 
 
 def estimate_weight_bytes(m: ModelFacts) -> int:

@@ -94,6 +94,14 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
     ),
     ("0.4.6.post2", "0.4.6.post2 bump", "server_args.__post_init__", {"auto_mfs": "tp-table-bump"}),
     (
+        "0.4.6.post3",
+        "0.4.6.post3 bf16 MLA copies",
+        "models/deepseek_v2.DeepseekV2ForCausalLM.post_load_weights: a 128x128-block FP8 kv_b_proj on CUDA "
+        "is dequantized to bf16 (block_quant_dequant) before the w_kc/w_vc copies; 0.4.6.post2 requantized "
+        "it per tensor (block_quant_to_tensor_quant, fp8)",
+        {"mla_copy_block_fp8": "bf16"},
+    ),
+    (
         "0.4.7",
         "0.4.7 spec bump, aiter shrink",
         "server_args.__post_init__; model_runner.__init__ (0.4.7 line 423: attention_backend == 'aiter' and "
@@ -167,8 +175,14 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "0.5.8",
         "0.5.8 SWA split",
         "server_args._handle_model_specific_adjustments; _handle_gpu_memory_settings (8 MiB per "
-        "piecewise size, before the floor)",
-        {"swa_split": "gpt-oss-trtllm-spec", "piecewise_reserve": "per-size"},
+        "piecewise size, before the floor); models/deepseek_v2.DeepseekV2Model (embed_tokens "
+        "use_attn_tp_group=is_dp_attention_enabled(): sharded over attention TP under DP attention; 0.5.7 "
+        "kept it whole, enable_tp=not is_dp_attention_enabled())",
+        {
+            "swa_split": "gpt-oss-trtllm-spec",
+            "piecewise_reserve": "per-size",
+            "dp_attention_embedding": "attn-tp",
+        },
     ),
     (
         "0.5.9",

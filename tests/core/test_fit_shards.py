@@ -1,0 +1,135 @@
+"""Weights per GPU as SGLang shards them, each rule a worked example from the release's own source.
+
+DeepSeek-R1 (the shapes of tests/fixtures/models/deepseek_r1 plus R1's published FP8 quantization_config,
+`weight_block_size` [128, 128]): h 7168, 61 layers (3 dense), q_lora 1536, kv_lora 512, rope 64, nope 128,
+v 128, 128 heads, 256 routed experts, vocab 129280, untied. FP8 with a fp32 scale per 128x128 block:
+1 + 4/16384 bytes per parameter.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from sgtui.core.fit import fit
+from sgtui.core.fit.shards import _padded_rows, shard_weights
+from sgtui.core.gpus import parse_gpu
+from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config, part_bytes
+from sgtui.core.sglang.flags import LaunchSpec
+from sgtui.core.sglang.windows import window_for
+from tests.cases import LLAMA, MODELS
+
+GIB = 2**30
+H200 = parse_gpu("H200")
+FP8_BLOCK = 1 + 4 / (128 * 128)
+
+
+def _r1_fp8() -> ModelFacts:
+    cfg: dict[str, Any] = json.loads((MODELS / "deepseek_r1" / "config.json").read_text())
+    cfg["quantization_config"] = {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    }
+    return model_facts_from_config(cfg)
+
+
+@pytest.fixture(scope="module")
+def r1() -> ModelFacts:
+    return _r1_fp8()
+
+
+def test_deepseek_r1_fp8_at_tp16_holds_its_replicated_layers_and_mla_copies_whole(r1: ModelFacts) -> None:
+    # 0.5.9 models/deepseek_v2.py: fused_qkv_a_proj_with_mqa = ReplicatedLinear(7168, 1536 + 512 + 64), FP8
+    #   61 x 7168 x 2112 x (1 + 4/16384) B = 923,693,231 B, whole on each of the 16 GPUs;
+    # MoEGate.weight = nn.Parameter((256, 7168)) in the default dtype (bf16), 58 MoE layers:
+    #   58 x 256 x 7168 x 2 = 212,860,928 B, whole;
+    # RMSNorms (2 per layer + the final one) in bf16: (61 x 2 + 1) x 7168 x 2 = 1,763,328 B, whole;
+    # deepseek_weight_loader.post_load_weights on CUDA: a 128x128-block FP8 kv_b_proj is dequantized to
+    #   bf16, then w_kc/w_vc are .contiguous() copies of this rank's slice: 512 x 128/16 x 256 x 2 x 61
+    #   = 127,926,272 B on top.
+    # So each GPU holds 15/16 of the whole parts more than checkpoint / 16, plus the copies: 1.113 GiB.
+    replicated = 61 * 7168 * 2112 * FP8_BLOCK + 58 * 256 * 7168 * 2 + (61 * 2 + 1) * 7168 * 2
+    expected_extra = replicated * 15 / 16 + 512 * 8 * 256 * 2 * 61
+    r = fit(LaunchSpec(tp_size=16), r1, H200, n_gpus=16, version="0.5.9", advise=False)
+    even = r1.weight_bytes / 16 / GIB
+    assert r.weights_gib - even == pytest.approx(expected_extra / GIB, rel=1e-3)
+    assert r.weights_gib - even == pytest.approx(1.113, abs=0.001)
+    assert any("held whole on every GPU" in n and "w_kc/w_vc" in n for n in r.notes)
+
+
+def test_before_0_4_6_post3_the_mla_copies_of_a_block_fp8_checkpoint_stay_fp8(r1: ModelFacts) -> None:
+    # 0.4.6.post2 deepseek_v2.post_load_weights: block_quant_to_tensor_quant (fp8, 1 byte per element);
+    # 0.4.6.post3: block_quant_dequant to bf16 on CUDA for 128x128 blocks. Difference: one byte per copy
+    # element, 512 x 8 x 256 x 61 = 63,963,136 B at TP 16.
+    rules_old, rules_new = window_for("0.4.6.post2").rules, window_for("0.4.6.post3").rules
+    spec = LaunchSpec(tp_size=16)
+    old = shard_weights(spec, r1, r1.weight_bytes, rules_old, rocm=False, dtype="bfloat16")
+    new = shard_weights(spec, r1, r1.weight_bytes, rules_new, rocm=False, dtype="bfloat16")
+    assert new.copy_bytes - old.copy_bytes == 512 * 8 * 256 * 61
+    on_rocm = shard_weights(spec, r1, r1.weight_bytes, rules_new, rocm=True, dtype="bfloat16")
+    assert on_rocm.copy_bytes == old.copy_bytes  # not CUDA: block_quant_to_tensor_quant, fp8
+
+
+def test_dp_attention_keeps_the_attention_block_and_before_0_5_8_the_embedding_whole(r1: ModelFacts) -> None:
+    # tp 8, dp 2, --enable-dp-attention: attn_tp = 4, so attention splits 4 ways, not 8
+    # (DeepseekV2AttentionMLA uses get_attention_tp_size()). The embedding: 0.5.7
+    # VocabParallelEmbedding(enable_tp=not is_dp_attention_enabled()) -> whole on every rank; 0.5.8
+    # use_attn_tp_group=is_dp_attention_enabled() -> 129280 / 4 rows. Difference between the two:
+    # 129280 x 7168 x 2 x (1 - 1/4) = 1,390,018,560 B.
+    spec = LaunchSpec(tp_size=8, dp_size=2, enable_dp_attention=True)
+    b057 = shard_weights(spec, r1, r1.weight_bytes, window_for("0.5.7").rules, rocm=False, dtype="bfloat16")
+    b058 = shard_weights(spec, r1, r1.weight_bytes, window_for("0.5.8").rules, rocm=False, dtype="bfloat16")
+    assert b057.per_gpu_bytes - b058.per_gpu_bytes == pytest.approx(129280 * 7168 * 2 * 0.75, rel=1e-6)
+    plain = shard_weights(
+        LaunchSpec(tp_size=8), r1, r1.weight_bytes, window_for("0.5.8").rules, rocm=False, dtype="bfloat16"
+    )
+    assert b058.per_gpu_bytes > plain.per_gpu_bytes  # the attention block splits 4 ways instead of 8
+
+
+def test_redundant_experts_add_their_copies_to_each_gpu() -> None:
+    # Qwen3-30B-A3B FP8: 48 layers x 128 experts x 3 x 2048 x 768 params. With --ep-size 8 and
+    # --ep-num-redundant-experts 32 each rank holds (128 + 32) / 8 = 20 experts instead of 16: the expert
+    # bytes per GPU grow by 32/128 (EPMoE / the expert location dispatch, redundant physical experts).
+    m = load_model_facts(MODELS / "qwen3_30b_a3b_fp8")
+    rules = window_for("0.5.9").rules
+    spec = LaunchSpec(tp_size=8, values={"--ep-size": 8})
+    base = shard_weights(spec, m, m.weight_bytes, rules, rocm=False, dtype="bfloat16")
+    more = replace(spec, values={"--ep-size": 8, "--ep-num-redundant-experts": 32})
+    grown = shard_weights(more, m, m.weight_bytes, rules, rocm=False, dtype="bfloat16")
+    expert_bytes = 48 * 128 * 3 * 2048 * 768 * FP8_BLOCK
+    scale = m.weight_bytes / sum(part_bytes(m, m.quant).values())  # the checkpoint's bytes over the estimate
+    assert grown.per_gpu_bytes - base.per_gpu_bytes == pytest.approx(
+        expert_bytes * scale * 32 / 128 / 8, rel=1e-6
+    )
+
+
+def test_kv_heads_stop_shrinking_once_tp_exceeds_them() -> None:
+    # QKVParallelLinear (layers/linear.py): tp_size >= total_num_kv_heads -> num_kv_heads = 1 per rank,
+    # replicated tp / kv_heads times. Llama-3.1-8B has 8 KV heads: at TP 16 each rank keeps 1 of 8
+    # (not 1/16) of k_proj + v_proj: 32 layers x 4096 x 8 x 256 x 2 B x (1/8 - 1/16) = 33,554,432 B more
+    # than an even split of those weights.
+    m = load_model_facts(LLAMA)
+    rules = window_for("0.5.9").rules
+    at16 = shard_weights(LaunchSpec(tp_size=16), m, m.weight_bytes, rules, rocm=False, dtype="bfloat16")
+    norms = (32 * 2 + 1) * 4096 * 2 * 15 / 16
+    assert at16.per_gpu_bytes - at16.even_split_bytes == pytest.approx(33_554_432 + norms, rel=1e-3)
+
+
+def test_vocab_parallel_rows_are_padded_to_64_then_64_x_tp() -> None:
+    # vocab_parallel_embedding.py: pad_vocab_size(vocab, 64); if that does not divide by tp, padding_size
+    # *= tp. 32001 at TP 2: 32064 / 2 = 16032. 129280 at TP 3: 129280 % 3 != 0, so pad to 192: 129408 / 3.
+    assert _padded_rows(32001, 2) == 16032
+    assert _padded_rows(129280, 3) == 43136
+    assert _padded_rows(129280, 16) == 8080
+
+
+def test_a_dense_model_split_evenly_is_the_checkpoint_over_tp_plus_its_norms() -> None:
+    m = load_model_facts(LLAMA)
+    rules = window_for("0.5.23").rules
+    at2 = shard_weights(LaunchSpec(tp_size=2), m, m.weight_bytes, rules, rocm=False, dtype="bfloat16")
+    assert at2.per_gpu_bytes - at2.even_split_bytes == pytest.approx((32 * 2 + 1) * 4096 * 2 / 2, rel=1e-2)
