@@ -17,7 +17,13 @@ import pytest
 from sgtui.core.fit import fit
 from sgtui.core.fit.shards import _padded_rows, shard_weights
 from sgtui.core.gpus import parse_gpu
-from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config, part_bytes
+from sgtui.core.model import (
+    ModelFacts,
+    load_model_facts,
+    model_facts_from_config,
+    mtp_weight_bytes,
+    part_bytes,
+)
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.windows import window_for
 from tests.cases import LLAMA, MODELS
@@ -133,3 +139,16 @@ def test_a_dense_model_split_evenly_is_the_checkpoint_over_tp_plus_its_norms() -
     rules = window_for("0.5.23").rules
     at2 = shard_weights(LaunchSpec(tp_size=2), m, m.weight_bytes, rules, rocm=False, dtype="bfloat16")
     assert at2.per_gpu_bytes - at2.even_split_bytes == pytest.approx((32 * 2 + 1) * 4096 * 2 / 2, rel=1e-2)
+
+
+def test_a_nextn_draft_keeps_its_layer_but_shares_the_targets_embedding_and_head(r1: ModelFacts) -> None:
+    # speculative/eagle_worker.py (0.5.9) EAGLEWorker.__init__: for a non-EAGLE3 draft,
+    # draft_model_runner.model.set_embed_and_head(embed, head) -> deepseek_v2.set_embed_and_head deletes
+    # the draft's own embed_tokens/lm_head weights and empties the cache. R1's NextN checkpoint layer
+    # still carries both (2 x 129280 x 7168 params), but the draft keeps only its decoder layer,
+    # eh_proj and norms.
+    spec = LaunchSpec(tp_size=8, speculative_algorithm="NEXTN")
+    r = fit(spec, r1, H200, version="0.5.23", advise=False)
+    per_param = 2  # an estimated checkpoint prices the NextN tensors at bf16 (weights.mtp_weight_bytes)
+    with_head = mtp_weight_bytes(r1) / 8 / GIB
+    assert with_head - r.draft_weights_gib == pytest.approx(2 * 129280 * 7168 * per_param / 8 / GIB, rel=1e-6)

@@ -78,17 +78,18 @@ def estimate_param_count(m: ModelFacts) -> int:
     return total
 
 
-def mtp_weight_bytes(m: ModelFacts) -> int:
+def mtp_weight_bytes(m: ModelFacts, *, with_embeddings: bool = True) -> int:
     """Bytes of the checkpoint's own MTP/NextN layers (0 without them).
 
     A Qwen3.5/Next MTP module shares embed_tokens and lm_head with the target (models/qwen3_5_mtp.py),
     leaving its decoder layers plus the 2h->h fc; a DeepSeek-style NextN layer carries its own
-    embedding and head."""
+    embedding and head in the checkpoint (`with_embeddings=False` leaves them out: once loaded, the
+    EAGLE worker swaps them for the target's with set_embed_and_head, which frees them)."""
     if not m.mtp_layers:
         return 0
     h = m.hidden_size
     params = m.mtp_layers * (attention_params(m) + mlp_params(m)) + 2 * h * h
-    if not m.is_gdn_hybrid:
+    if not m.is_gdn_hybrid and with_embeddings:
         params += 2 * m.vocab_size * h
     per_param = 2.0 if m.weights_estimated else m.weight_bytes / max(1, estimate_param_count(m))
     return int(params * per_param)
