@@ -22,10 +22,11 @@ from sgtui.core.fit.pools import (
     kv_dtype,
     kv_layout,
     model_dtype,
+    model_name,
     state_shape,
     weight_bytes_on_gpu,
 )
-from sgtui.core.fit.report import FitReport
+from sgtui.core.fit.report import FitReport, FitWarning
 from sgtui.core.fit.shards import Sharded, shard_weights
 from sgtui.core.fit.sizing import size_pools
 from sgtui.core.fit.spec import (
@@ -36,6 +37,7 @@ from sgtui.core.fit.spec import (
 )
 from sgtui.core.gpus import GpuSpec, is_rocm
 from sgtui.core.model import ModelFacts
+from sgtui.core.model.names import name_versus_config
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.windows import Window, window_for, window_note
 
@@ -321,6 +323,14 @@ def _compute(
         notes=notes,
         dtype=model_dtype(spec, model),
     )
+    mismatch = name_versus_config(
+        model_name(spec, model),
+        model.quant,
+        model.quant_method,
+        model.weights_estimated and weights_gib is None,
+    )
+    if mismatch is not None and not spec.quantization:
+        report.warnings.append(FitWarning("quantization_name_mismatch", mismatch))
     try:
         refused = size_pools(report, x)
     except PredictedError as failure:
