@@ -242,9 +242,9 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
             FitWarning(
                 "baseline_estimated",
                 f"Free memory before loading (P = {report.baseline_free_gib:.2f} GiB) is an estimate: "
-                "the GPU "
-                "total minus about 1 GiB for the CUDA context and NCCL. Pass --free-gib with the value of "
-                '"Load weight begin. avail mem=" from a log for an exact answer.',
+                "the GPU total less the baseline table's figure for this card and TP (see the notes). "
+                'Pass --free-gib with the value of "Load weight begin. avail mem=" from a log for an '
+                "exact answer.",
                 "--free-gib",
             )
         )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from sgtui.core.errors import UserError
 from sgtui.core.fit import errors as fit_errors
+from sgtui.core.fit.baseline import estimated_loss
 from sgtui.core.fit.defaults import multimodal_enabled, resolve_defaults, runtime_multimodal_factor
 from sgtui.core.fit.errors import PredictedError
 from sgtui.core.fit.inputs import GIB, Inputs
@@ -40,11 +41,6 @@ from sgtui.core.model import ModelFacts
 from sgtui.core.model.names import name_versus_config
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.windows import Window, window_for, window_note
-
-# Free memory lost before SGLang's baseline (CUDA context, cuBLAS, NCCL) when --free-gib is not given.
-# Real logs show 0.7-1.5 GiB (a real L4 at TP 4: 21.63 of 22.49 GiB free; an RTX 4090: 22.46 of 23.99).
-CUDA_CONTEXT_GIB = 0.75
-NCCL_GIB = 0.25
 
 # "tight" when the slack left after the pools is under this share of SGLang's own activation+graph
 # estimate, i.e. the reservation its automatic mfs makes: 512 MiB + 1.5 MiB per chunked-prefill token +
@@ -215,7 +211,16 @@ def _resolve(
         if given is not None and given < 0:
             raise UserError(f"{label} {given}: must be a non-negative number of GiB")
     shards = spec.tp_size * spec.pp_size
-    p = min(per_gpu) if per_gpu else gpu.gib - CUDA_CONTEXT_GIB - (NCCL_GIB if shards > 1 else 0.0)
+    if per_gpu:
+        p = min(per_gpu)
+    else:
+        lost = estimated_loss(gpu, spec.tp_size)
+        p = gpu.gib - lost.loss_gib
+        notes.append(
+            f"Free memory before the weights P = {p:.2f} GiB is estimated from the baseline table: the GPU "
+            f"total less {lost.loss_gib:.2f} GiB (+/- {lost.error_gib:.2f}) for CUDA context, NCCL and "
+            f"workspaces ({lost.basis}). --free-gib replaces it."
+        )
     model_bytes, bytes_estimated = weight_bytes_on_gpu(spec, model)
     w = weights_gib
     if w is None:
@@ -323,6 +328,8 @@ def _compute(
         notes=notes,
         dtype=model_dtype(spec, model),
     )
+    if free_gib is None:
+        report.baseline_error_gib = estimated_loss(gpu, spec.tp_size).error_gib
     mismatch = name_versus_config(
         model_name(spec, model),
         model.quant,

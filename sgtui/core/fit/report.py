@@ -136,6 +136,7 @@ class FitReport:
     dtype: str = ""  # the model's runtime dtype ("bfloat16")
     budget: list[BudgetLine] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
+    baseline_error_gib: float | None = None  # +/- GiB of an estimated P (the baseline table's)
 
     def first_fix(self) -> Fix | None:
         """The fix offered first: the first ranked one that fits, else the first tight one; before the
@@ -196,6 +197,7 @@ class FitReport:
             "n_gpus": self.n_gpus,
             "tp_size": self.tp_size,
             "baseline_estimated": self.baseline_estimated,
+            "baseline_error_gib": self.baseline_error_gib,
             "mem_fraction_static_is_auto": self.mem_fraction_static_is_auto,
             "weights_estimated": self.weights_estimated,
             "draft_weights_estimated": self.draft_weights_estimated,
