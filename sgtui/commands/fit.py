@@ -208,6 +208,11 @@ def render_text(report: FitReport, model: ModelFacts) -> str:
         rows.append(("error", r.error))
     width = max(len(k) for k, _ in rows)
     lines = [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    if r.fixes:
+        lines.append("fixes (best first; each fitted again with the change applied):")
+        for n, fix in enumerate(r.fixes, 1):
+            value = "" if fix.value is True else f" {fix.value}"
+            lines.append(f"  {n}. {fix.flag}{value} -> {fix.verdict}")
     if r.warnings:
         lines.append("warnings:")
         lines.extend(f"  - {w.message}" for w in r.warnings)

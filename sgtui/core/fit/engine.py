@@ -81,8 +81,11 @@ def fit(
     report = compute(spec)
     if advise:
         from sgtui.core.fit.advice import advise as add_advice
+        from sgtui.core.fit.fixes import rank_fixes
 
         add_advice(report, compute, spec, model)
+        if report.verdict != "fits":
+            report.fixes = rank_fixes(report, compute, spec, measured=weights_gib is not None)
     return report
 
 

@@ -16,7 +16,15 @@ from textual.widgets import Button, Static
 
 
 def best_fix(report: dict[str, Any] | None) -> tuple[str, Any, str] | None:
-    """(flag, value, why) of the fit's first concrete suggestion, or None when it has none."""
+    """(flag, value, why) of the fit's first fix (`FitReport.first_fix()`: the first ranked fix that
+    fits, else the first tight one); a report without the ranking: its first concrete suggestion."""
+    fixes = (report or {}).get("fixes") or []
+    for wanted in ("fits", "tight"):
+        for f in fixes:
+            if f.get("verdict") == wanted and isinstance(f.get("flag"), str):
+                return f["flag"], f.get("value"), str(f.get("why", ""))
+    if fixes:
+        return None
     for w in (report or {}).get("warnings") or []:
         flag, value = w.get("flag"), w.get("suggested_value")
         if isinstance(flag, str) and flag.startswith("--") and value is not None:
