@@ -2,7 +2,8 @@
 
 What every rank keeps whole, or shards some other way (SGLang 0.5.9 source unless noted; the rules
 that moved between releases are the window's):
-- `ReplicatedLinear` layers (layers/linear.py): MLA's `fused_qkv_a_proj_with_mqa` (q_a_proj +
+- `ReplicatedLinear` layers (layers/linear.py): a DSA indexer's wq_b/wk/weights_proj
+  (layers/attention/nsa/nsa_indexer.py); MLA's `fused_qkv_a_proj_with_mqa` (q_a_proj +
   kv_a_proj_with_mqa, DeepSeek V2/V3/R1, Kimi) or `kv_a_proj_with_mqa` without a q LoRA
   (models/deepseek_v2.py DeepseekV2AttentionMLA.__init__); the MoE router (DeepSeek's `MoEGate.weight`,
   an nn.Parameter of (n_routed_experts, hidden) in the default dtype; Qwen2/3-MoE's and Mixtral's
@@ -119,11 +120,12 @@ def shard_weights(
         "experts": (experts + redundant) / experts / tp,
         "shared": 1 / tp,
         "router": 1.0,
+        "indexer": 1.0,
         "norms": 1.0,
         "vision": 1 / tp,
     }
     layer_bytes = sum(parts.get(k, 0.0) * v * scale * stage for k, v in share.items())
-    whole = (parts.get("router", 0.0) + parts.get("norms", 0.0)) * scale * stage
+    whole = (parts.get("router", 0.0) + parts.get("indexer", 0.0) + parts.get("norms", 0.0)) * scale * stage
     whole += parts.get("attention", 0.0) * attn_whole * scale * stage
     # the embedding and lm_head, each split over its own group (or kept whole)
     vocab = max(1, m.vocab_size)
