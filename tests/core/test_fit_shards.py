@@ -24,6 +24,7 @@ from sgtui.core.model import (
     mtp_weight_bytes,
     part_bytes,
 )
+from sgtui.core.model.weights import indexer_params
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.windows import window_for
 from tests.cases import LLAMA, MODELS
@@ -152,3 +153,27 @@ def test_a_nextn_draft_keeps_its_layer_but_shares_the_targets_embedding_and_head
     per_param = 2  # an estimated checkpoint prices the NextN tensors at bf16 (weights.mtp_weight_bytes)
     with_head = mtp_weight_bytes(r1) / 8 / GIB
     assert with_head - r.draft_weights_gib == pytest.approx(2 * 129280 * 7168 * per_param / 8 / GIB, rel=1e-6)
+
+
+def test_a_dsa_indexer_is_held_whole_on_every_gpu() -> None:
+    # layers/attention/nsa/nsa_indexer.py Indexer (0.5.9): wq_b = ReplicatedLinear(q_lora_rank,
+    # n_heads x head_dim), wk = ReplicatedLinear(hidden, head_dim), weights_proj = ReplicatedLinear(hidden,
+    # n_heads). GLM-5 (q_lora 2048, hidden 6144, index 32 heads x 128, 78 layers):
+    # 2048 x 4096 + 6144 x 128 + 6144 x 32 = 9,371,648 per layer, 730,988,544 in all, FP8 blocks.
+    cfg = json.loads((MODELS / "glm_5_fp8" / "config.json").read_text())
+    glm = model_facts_from_config(cfg)
+    assert indexer_params(glm) == 9_371_648
+    without = model_facts_from_config({k: v for k, v in cfg.items() if k != "index_topk"})
+    rules, spec = window_for("0.5.9").rules, LaunchSpec(tp_size=8)
+    with_ix = shard_weights(spec, glm, glm.weight_bytes, rules, rocm=True, dtype="bfloat16")
+    no_ix = shard_weights(spec, without, without.weight_bytes, rules, rocm=True, dtype="bfloat16")
+    assert with_ix.per_gpu_bytes - no_ix.per_gpu_bytes == pytest.approx(730_988_544 * FP8_BLOCK, rel=1e-6)
+
+
+def test_nemotron_h_counts_experts_only_on_its_moe_layers() -> None:
+    # models/nemotron_h.py: each layer is one block of hybrid_override_pattern (ALL_DECODER_LAYER_TYPES:
+    # M mamba, * attention, - MLP, E MoE); NemotronHMLP is up_proj + down_proj (relu^2), so an expert
+    # has 2 matrices. Nemotron-3-Nano: 23 E layers x 128 experts x 2 x 2688 x 1856 = 29,374,808,064.
+    m = load_model_facts(MODELS / "nemotron_3_nano_30b_a3b")
+    assert (m.moe_layer_count, m.mlp_layer_count, m.mlp_matrices) == (23, 0, 2)
+    assert part_bytes(m)["experts"] == 29_374_808_064 * 2  # bf16
