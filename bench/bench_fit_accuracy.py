@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(1, str(ROOT))  # tests.* from this tree; sgtui from PYTHONPATH first when given
+sys.path.append(str(ROOT))  # tests.* and sgtui from here unless PYTHONPATH names another tree
 
 from sgtui.core.fit import fit  # noqa: E402
 from sgtui.core.gpus import parse_gpu  # noqa: E402
