@@ -14,15 +14,16 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from sgtui.core.fit.report import first_offered
+
 
 def best_fix(report: dict[str, Any] | None) -> tuple[str, Any, str] | None:
     """(flag, value, why) of the fit's first fix (`FitReport.first_fix()`: the first ranked fix that
     fits, else the first tight one); a report without the ranking: its first concrete suggestion."""
-    fixes = (report or {}).get("fixes") or []
-    for wanted in ("fits", "tight"):
-        for f in fixes:
-            if f.get("verdict") == wanted and isinstance(f.get("flag"), str):
-                return f["flag"], f.get("value"), str(f.get("why", ""))
+    fixes = [f for f in (report or {}).get("fixes") or [] if isinstance(f.get("flag"), str)]
+    fix = first_offered(fixes, lambda f: f.get("verdict"))
+    if fix is not None:
+        return fix["flag"], fix.get("value"), str(fix.get("why", ""))
     if fixes:
         return None
     for w in (report or {}).get("warnings") or []:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from sgtui.core.fit.report import first_offered
 from sgtui.core.logs.diagnosis.common import (
     RAISE_MFS,
     Context,
@@ -284,14 +285,14 @@ def fit_first_fix(fit: Mapping[str, Any] | None) -> Suggestion | None:
     fixes = (fit or {}).get("fixes")
     if not isinstance(fixes, list):
         return None
-    for wanted in ("fits", "tight"):
-        for fix in fixes:
-            if isinstance(fix, Mapping) and fix.get("verdict") == wanted and fix.get("flag"):
-                value = fix.get("value")
-                shown = None if value is None or value is True else str(value)
-                why = str(fix.get("why") or "")
-                return Suggestion(str(fix["flag"]), shown, f"{why} (the fit's first fix: {wanted})".strip())
-    return None
+    ranked = [f for f in fixes if isinstance(f, Mapping) and f.get("flag")]
+    fix = first_offered(ranked, lambda f: f.get("verdict"))
+    if fix is None:
+        return None
+    value = fix.get("value")
+    shown = None if value is None or value is True else str(value)
+    why = str(fix.get("why") or "")
+    return Suggestion(str(fix["flag"]), shown, f"{why} (the fit's first fix: {fix['verdict']})".strip())
 
 
 def lead_with_fit_fix(diagnosis: Diagnosis, fit: Mapping[str, Any] | None) -> Diagnosis:
