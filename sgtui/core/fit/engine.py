@@ -28,10 +28,11 @@ from sgtui.core.fit.pools import (
     weight_bytes_on_gpu,
 )
 from sgtui.core.fit.report import FitReport, FitWarning
-from sgtui.core.fit.shards import Sharded, shard_weights
+from sgtui.core.fit.shards import Sharded, shard_own_draft, shard_weights
 from sgtui.core.fit.sizing import size_pools
 from sgtui.core.fit.spec import (
     DEFAULT_MAX_RUNNING,
+    EAGLE_LIKE,
     draft_kv_layers,
     estimate_draft_weight_bytes,
     speculative_params,
@@ -249,7 +250,11 @@ def _resolve(
                     "The draft model's weights are unknown (its folder is not local): "
                     "pass --draft-weights-gib."
                 )
-            draft_w = (total or 0) / shards / GIB
+            if draft_model is None and sd.algorithm in EAGLE_LIKE and model.mtp_layers and total:
+                rocm, dtype = is_rocm(gpu.name), model_dtype(spec, model)
+                draft_w = shard_own_draft(spec, model, total, rules, rocm=rocm, dtype=dtype) / GIB
+            else:
+                draft_w = (total or 0) / shards / GIB
     _, elem = kv_dtype(spec, model, rules)
     return Inputs(
         spec=spec,

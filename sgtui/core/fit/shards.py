@@ -23,6 +23,7 @@ that moved between releases are the window's):
   kv_b_proj: in the model dtype, or for an FP8 checkpoint 1 byte, except a 128x128-block FP8 one on
   CUDA, dequantized to bf16 first from 0.4.6.post3 (`Rules.mla_copy_block_fp8`).
 - pipeline parallelism: each stage holds its layers; the first the embedding, the last the lm_head.
+- a draft from the checkpoint's own MTP layers: `shard_own_draft`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sgtui.core.model import DTYPE_BYTES, ModelFacts, attention_params, part_bytes
+from sgtui.core.model import DTYPE_BYTES, ModelFacts, attention_params, mlp_params, part_bytes
+from sgtui.core.model.weights import indexer_params
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.rules import Rules
 
@@ -143,3 +145,30 @@ def shard_weights(
     copies = _mla_copy_bytes(m, attn_tp, layers, rules, rocm, dtype)
     per_gpu = layer_bytes + vocab_bytes + copies
     return Sharded(int(per_gpu), even, int(whole), int(copies))
+
+
+def shard_own_draft(
+    spec: LaunchSpec, m: ModelFacts, draft_bytes: int, rules: Rules, *, rocm: bool, dtype: str
+) -> int:
+    """Bytes per GPU of a draft built from the checkpoint's own MTP/NextN layers (`draft_bytes` in all,
+    its embedding and lm_head excluded: the target's are shared). Its decoder layer splits like the
+    target's (attention over attn_tp, experts over tp, router and DSA indexer whole); the 2h -> h
+    `eh_proj` / `fc` is an nn.Linear (deepseek_nextn.py, qwen3_5_mtp.py 0.5.9; a ReplicatedLinear in
+    0.5.23's deepseek_nextn.py), whole on every rank, as are the norms; MLA adds its w_kc/w_vc copies."""
+    layers = m.mtp_layers
+    if not layers or draft_bytes <= 0:
+        return draft_bytes // max(1, spec.tp_size)
+    tp = spec.tp_size
+    dp_attn = spec.attn_dp_size or (spec.dp_size if spec.enable_dp_attention else 1)
+    attn_tp = max(1, tp // dp_attn)
+    h = m.hidden_size
+    attn_share, _ = _attention_share(m, attn_tp)
+    attention = layers * attention_params(m)
+    mlp = layers * mlp_params(m)
+    router = layers * m.num_experts * h
+    indexer = layers * indexer_params(m)
+    whole = 2 * h * h + layers * 4 * h  # eh_proj / fc, norms
+    total = attention + mlp + indexer + whole
+    held = attention * attn_share + (mlp - router) / tp + router + indexer + whole
+    copies = _mla_copy_bytes(m, attn_tp, layers, rules, rocm, dtype)
+    return int(draft_bytes * held / total + copies)
