@@ -102,6 +102,19 @@ def test_rocm_picks_aiter_for_mla_at_16_kv_heads_per_gpu_and_shrinks_the_fractio
     assert any("0.85 (aiter backend" in n for n in report.notes)
 
 
+@pytest.mark.parametrize("version", ["0.4.8.post1", "0.5.10", "0.5.23"])
+def test_deepseek_r1_at_tp8_on_mi300x_with_0_95_fails_once_aiter_cuts_the_fraction(
+    deepseek_r1: ModelFacts, version: str
+) -> None:
+    # The fixture's config has no quantization_config: 1.25 TB of bf16 weights, 156 GiB per GPU at TP 8.
+    # At 0.95 the budget is A - P x 0.05 (room left: "tight" before the MLA aiter rule); at 0.8075 the
+    # slack P x 0.1925 is more than A, so SGLang stops at the pool sizing.
+    spec = LaunchSpec(tp_size=8, mem_fraction_static=0.95)
+    report = fit(spec, deepseek_r1, MI300X, n_gpus=8, version=version)
+    assert report.verdict == "fails"
+    assert report.available_after_weights_gib < report.baseline_free_gib * (1 - 0.8075)
+
+
 def test_rocm_keeps_triton_for_mla_at_other_head_counts(deepseek_r1: ModelFacts) -> None:
     # TP 16: 128 // 16 = 8 KV heads per GPU, neither 16 nor 128 -> triton, no shrink
     spec = LaunchSpec(tp_size=16, mem_fraction_static=0.95)
