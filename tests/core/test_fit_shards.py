@@ -187,3 +187,16 @@ def test_nemotron_h_counts_experts_only_on_its_moe_layers() -> None:
     m = load_model_facts(MODELS / "nemotron_3_nano_30b_a3b")
     assert (m.moe_layer_count, m.mlp_layer_count, m.mlp_matrices) == (23, 0, 2)
     assert part_bytes(m)["experts"] == 29_374_808_064 * 2  # bf16
+
+
+def test_deepep_keeps_deepseeks_shared_expert_whole_on_every_gpu(r1: ModelFacts) -> None:
+    # deepseek_v2.DeepseekV2MoE (0.5.9): shared_experts = DeepseekV2MLP(..., tp_rank=0, tp_size=1) when
+    # get_moe_a2a_backend().is_deepep(); R1's shared expert is 3 x 7168 x 2048 per MoE layer, 58 layers,
+    # FP8 blocks: whole instead of 1/16 at TP 16.
+    rules = window_for("0.5.9").rules
+    plain = LaunchSpec(tp_size=16, values={"--ep-size": 16})
+    deepep = LaunchSpec(tp_size=16, values={"--ep-size": 16, "--moe-a2a-backend": "deepep"})
+    a = shard_weights(plain, r1, r1.weight_bytes, rules, rocm=False, dtype="bfloat16")
+    b = shard_weights(deepep, r1, r1.weight_bytes, rules, rocm=False, dtype="bfloat16")
+    shared = 58 * 3 * 7168 * 2048 * FP8_BLOCK
+    assert b.per_gpu_bytes - a.per_gpu_bytes == pytest.approx(shared * 15 / 16, rel=1e-6)

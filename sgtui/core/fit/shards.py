@@ -16,6 +16,7 @@ that moved between releases are the window's):
   0.5.7 and split over the attention-TP group from 0.5.8 (`Rules.dp_attention_embedding`); the
   lm_head splits over the attention-TP group with --enable-dp-lm-head.
 - DP attention: the attention block splits over attn_tp = tp / dp, not tp.
+- DeepSeek's shared expert under a DeepEP-style all-to-all (--moe-a2a-backend deepep, ...): whole.
 - MoE experts: under TP each rank holds 1/tp of every expert; under expert parallelism (--ep-size)
   n_experts/ep whole experts cut by tp/ep, the same bytes, plus --ep-num-redundant-experts copies.
 - MLA's absorbed copies: post_load_weights (models/deepseek_common/deepseek_weight_loader.py from
@@ -62,6 +63,23 @@ def _padded_rows(vocab: int, ways: int) -> int:
 def _int_flag(spec: LaunchSpec, name: str, default: int) -> int:
     value = spec.values.get(name)
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+
+
+# --moe-a2a-backend values (and 0.4.x's --enable-deepep-moe) under which DeepseekV2MoE builds its shared
+# expert with tp_size=1 (0.4.8.post1 "dict(tp_rank=0, tp_size=1) if enable_deepep_moe", 0.5.2/0.5.9
+# is_deepep() / is_mooncake() / is_mori() / is_flashinfer(), 0.5.23 parallel_group="replicated"): whole on
+# every rank. Shared-expert fusion is off then (deepseek_v2.determine_num_fused_shared_experts).
+_A2A_WHOLE_SHARED = frozenset(
+    {"deepep", "mooncake", "mori", "flashinfer", "ascend_fuseep", "megamoe", "deepep_v2"}
+)
+_DEEPSEEK_MOE = ("Deepseek", "Kimi")
+
+
+def _shared_expert_whole(spec: LaunchSpec, m: ModelFacts) -> bool:
+    if not m.architecture.startswith(_DEEPSEEK_MOE) or not m.shared_expert_intermediate_size:
+        return False
+    backend = str(spec.values.get("--moe-a2a-backend") or "").lower()
+    return backend in _A2A_WHOLE_SHARED or bool(spec.values.get("--enable-deepep-moe"))
 
 
 def _attention_share(m: ModelFacts, attn_tp: int) -> tuple[float, float]:
@@ -120,7 +138,7 @@ def shard_weights(
         "linear": 1 / tp,
         "mlp": 1 / max(1, min(tp, dense_tp)) if m.num_experts else 1 / tp,
         "experts": (experts + redundant) / experts / tp,
-        "shared": 1 / tp,
+        "shared": 1.0 if _shared_expert_whole(spec, m) else 1 / tp,
         "router": 1.0,
         "indexer": 1.0,
         "norms": 1.0,
@@ -128,6 +146,8 @@ def shard_weights(
     }
     layer_bytes = sum(parts.get(k, 0.0) * v * scale * stage for k, v in share.items())
     whole = (parts.get("router", 0.0) + parts.get("indexer", 0.0) + parts.get("norms", 0.0)) * scale * stage
+    if share["shared"] == 1.0:
+        whole += parts.get("shared", 0.0) * scale * stage
     whole += parts.get("attention", 0.0) * attn_whole * scale * stage
     # the embedding and lm_head, each split over its own group (or kept whole)
     vocab = max(1, m.vocab_size)
