@@ -22,6 +22,7 @@ from sgtui.core.fit.pools import (
     attention_dp,
     kv_dtype,
     kv_layout,
+    loaded_scheme,
     model_dtype,
     model_name,
     state_shape,
@@ -229,7 +230,13 @@ def _resolve(
     w = weights_gib
     if w is None:
         sharded = shard_weights(
-            spec, model, model_bytes, rules, rocm=is_rocm(gpu.name), dtype=model_dtype(spec, model)
+            spec,
+            model,
+            model_bytes,
+            rules,
+            rocm=is_rocm(gpu.name),
+            dtype=model_dtype(spec, model),
+            scheme=loaded_scheme(spec, model),
         )
         w = sharded.per_gpu_bytes / GIB
         if abs(sharded.per_gpu_bytes - sharded.even_split_bytes) > 0.01 * sharded.even_split_bytes:

@@ -17,6 +17,7 @@ from sgtui.core.errors import UserError
 from sgtui.core.gpus import is_rocm, preset_name
 from sgtui.core.model import DTYPE_BYTES, ModelFacts, estimate_param_count, mtp_weight_bytes
 from sgtui.core.model.names import named_quantization
+from sgtui.core.model.quant import QuantScheme
 from sgtui.core.model.weights import quantized_weight_bytes
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.rules import Rules
@@ -48,6 +49,18 @@ def model_dtype(spec: LaunchSpec, model: ModelFacts) -> str:
 
 # Bytes per linear-layer parameter when SGLang quantizes an unquantized checkpoint on load (--quantization).
 _ONLINE_QUANT_BYTES = {"fp8": 1.0, "w8a8_fp8": 1.0, "w8a8_int8": 1.0, "awq": 0.5, "gptq": 0.5, "mxfp4": 0.5}
+
+
+def loaded_scheme(spec: LaunchSpec, model: ModelFacts) -> QuantScheme | None:
+    """The scheme the weights are held in: the checkpoint's, else what --quantization makes of an
+    unquantized checkpoint on load, else the one the name announces (priced when the config is silent)."""
+    if model.quant is not None or model.quant_method is not None:
+        return model.quant
+    online = _ONLINE_QUANT_BYTES.get((spec.quantization or "").lower())
+    if online is not None:
+        return QuantScheme(str(spec.quantization), online)
+    named = named_quantization(model_name(spec, model))
+    return named[1] if named is not None and model.weights_estimated else None
 
 
 def model_name(spec: LaunchSpec, model: ModelFacts) -> str:

@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 
 from sgtui.core.model import DTYPE_BYTES, ModelFacts, attention_params, mlp_params, part_bytes
+from sgtui.core.model.quant import QuantScheme
 from sgtui.core.model.weights import indexer_params
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.rules import Rules
@@ -114,15 +115,23 @@ def _mla_copy_bytes(m: ModelFacts, attn_tp: int, layers: int, rules: Rules, rocm
 
 
 def shard_weights(
-    spec: LaunchSpec, m: ModelFacts, total_bytes: int, rules: Rules, *, rocm: bool, dtype: str
+    spec: LaunchSpec,
+    m: ModelFacts,
+    total_bytes: int,
+    rules: Rules,
+    *,
+    rocm: bool,
+    dtype: str,
+    scheme: QuantScheme | None = None,
 ) -> Sharded:
     """The bytes one GPU (the fullest pipeline stage) holds of a checkpoint of `total_bytes` (the
     target as loaded: MTP layers out, runtime dtype). Each part's share of `total_bytes` comes from
-    the config's shapes and quantization scheme; the parts then split as SGLang splits them."""
+    the config's shapes and the quantization scheme the weights are held in (`scheme`, else the
+    checkpoint's); the parts then split as SGLang splits them."""
     tp, pp = spec.tp_size, spec.pp_size
     dp_attn = spec.attn_dp_size or (spec.dp_size if spec.enable_dp_attention else 1)
     attn_tp = max(1, tp // dp_attn)
-    parts = part_bytes(m, m.quant)
+    parts = part_bytes(m, scheme or m.quant)
     estimated = sum(parts.values())
     even = total_bytes // (tp * pp)
     if estimated <= 0 or total_bytes <= 0:
