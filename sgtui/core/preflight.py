@@ -65,3 +65,83 @@ class Preflight:
             "fix": list(self.fix) if self.fix is not None else None,
             "checks": [c.to_json() for c in self.checks],
         }
+
+
+# A GPU with at most this much in use counts as empty for the fit (nvidia-smi shows a few MiB on an idle
+# GPU); above it, what is in use is taken off the fit's baseline for that GPU.
+EMPTY_GPU_MIB = 64.0
+
+
+@dataclass(frozen=True)
+class LiveGpu:
+    """One GPU the run asks for, as nvidia-smi on the target reads it now."""
+
+    index: int
+    name: str
+    total_mib: int
+    used_mib: float | None
+
+
+def fit_on_target(
+    spec: Any, model: Any, gpus: list[LiveGpu], *, version: str, n_gpus: int | None = None
+) -> Any:
+    """The fit for a launch on the target now: its release's rules, its GPUs' size (the smallest asked
+    for), and the memory already in use on each of them (another process's memory is not free for SGLang).
+
+    The baseline before weights is the fit's own estimate for that GPU (`core/fit`), less what is in use
+    on each GPU, one value per GPU so SGLang's minimum over ranks and its unbalanced-memory check apply."""
+    from sgtui.core.fit import fit
+    from sgtui.core.gpus import GpuSpec
+
+    smallest = min(gpus, key=lambda g: g.total_mib)
+    gpu = GpuSpec(smallest.name, smallest.total_mib)
+    report = fit(spec, model, gpu, n_gpus=n_gpus, version=version)
+    used = [g.used_mib or 0.0 for g in gpus]
+    if max(used) <= EMPTY_GPU_MIB:
+        return report
+    free = [report.baseline_free_gib - u / 1024 for u in used]
+    live = fit(spec, model, gpu, n_gpus=n_gpus, version=version, free_gib=free)
+    taken = ", ".join(f"GPU {g.index} {u / 1024:.2f} GiB" for g, u in zip(gpus, used, strict=True) if u)
+    live.notes.append(
+        f"Memory already in use on the target ({taken}, nvidia-smi) is taken off the estimated "
+        f"{report.baseline_free_gib:.2f} GiB free before the weights."
+    )
+    return live
+
+
+def from_fit(report: Any, checks: list[Check], why_unknown: str | None = None) -> Preflight:
+    """The preflight of a launch from its fit report (None: the fit could not be computed, `why_unknown`
+    says why) and the target's checks. The fix is `FitReport.first_fix()`, the one ranking's first."""
+    fit_check = _fit_check(report, why_unknown)
+    if report is None:
+        return Preflight("unknown", None, None, [fit_check, *checks], why_unknown or "the fit was not run")
+    first = report.first_fix()
+    fix = (first.flag, first.value) if first is not None else None
+    return Preflight(report.verdict, report.error, fix, [fit_check, *checks])
+
+
+def _fit_check(report: Any, why_unknown: str | None) -> Check:
+    if report is None:
+        return Check("fit", False, f"the fit is not known: {why_unknown}", blocking=False)
+    where = f"{report.n_gpus} x {report.gpu_name}, SGLang {report.sglang_version}"
+    if report.verdict == "fails":
+        return Check("fit", False, f"FAILS on {where}: {report.error}", blocking=False)
+    slack = f"{report.slack_gib:.2f} GiB slack"
+    return Check("fit", True, f"{report.verdict.upper()} on {where} ({slack})", blocking=False)
+
+
+def fix_text(fix: tuple[str, Any] | None) -> str:
+    """`--flag value` as a person types it (a store_true flag alone)."""
+    if fix is None:
+        return ""
+    flag, value = fix
+    return flag if value is True else f"{flag} {value}"
+
+
+def check_lines(pre: Preflight) -> list[str]:
+    """One line per check, marked ok / FAILED / warning (a failed check that does not block)."""
+    lines = []
+    for c in pre.checks:
+        mark = "ok" if c.ok else ("FAILED" if c.blocking else "warning")
+        lines.append(f"{c.name}: {mark}: {c.message}")
+    return lines
