@@ -1,4 +1,9 @@
-"""`sgtui launch PROFILE [--host H] [--watch] [--json-events] [--stall-after S]`: a headless, detached launch.
+"""`sgtui launch PROFILE [--host H] [--force] [--watch] [--json-events] [--stall-after S]`: a headless launch.
+
+First the preflight (`remote/preflight.py`): the fit with the target's release and live GPU memory, and the
+target checks; its event comes first. When it predicts a failure (the fit says "fails", or a blocking check
+failed: port taken, GPUs held by others, no model there) nothing is launched and the exit code is 3, unless
+`--force`.
 
 With --watch it follows the run's log through the one analysis path (core.logs: feed, process_exited,
 finish, check_stall) and prints each startup milestone as it appears (elapsed time and the values the line
@@ -19,12 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sgtui.core.logs import LogClassifier, LogEvent
+    from sgtui.core.preflight import Preflight
     from sgtui.remote.runs import RunManager, RunRecord
 
 HELP = "launch a profile headless; --watch follows it to ready or failure"
 
 STATUS_POLL_S = 0.5  # how often --watch asks whether the process group is still alive
 ERROR_SETTLE_S = 1.0  # after the first fatal line, read this much longer so the whole traceback is in
+PREDICTED_FAILURE = 3  # the exit code when the preflight predicts a failure and nothing was launched
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="run on this host instead of the profile's `host`")
     parser.add_argument(
         "--watch", action="store_true", help="follow the log until ready (exit 0) or failed (1)"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="launch even when the preflight predicts a failure (otherwise: exit 3, nothing launched)",
     )
     parser.add_argument(
         "--json-events", action="store_true", help="print one JSON object per event instead of text lines"
@@ -73,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             printer=printer,
             timeout=args.timeout,
             stall_after=stall_after,
+            force=args.force,
         )
     )
 
@@ -110,6 +123,36 @@ class Printer:
         else:
             line = f"[{self.elapsed():7.1f}s] {human}"
         print(line, file=self.out, flush=True)
+
+    def preflight(self, pre: Preflight, report: Any = None) -> None:
+        """The `preflight` event (first, DESIGN.md): the verdict, the predicted error, the first fix that
+        fits and one line per check."""
+        from sgtui.core.preflight import check_lines, fix_text
+
+        lines = [f"preflight: {pre.verdict.upper()}" + (f": {pre.error}" if pre.error else "")]
+        first = report.first_fix() if report is not None else None
+        if pre.fix is not None:
+            kind = "first fix that fits" if first is None or first.verdict == "fits" else "first fix (tight)"
+            why = f"  ({first.why})" if first is not None and first.why else ""
+            lines.append(f"  {kind}: {fix_text(pre.fix)}{why}")
+        lines.extend(f"  {line}" for line in check_lines(pre))
+        event = pre.to_event()
+        del event["event"]
+        self.emit("preflight", "\n".join(lines), **event)
+
+    def go_ahead(self, pre: Preflight, *, force: bool) -> bool:
+        """True when the launch goes ahead (nothing blocks, or `force`); else says why not."""
+        from sgtui.core.preflight import fix_text
+
+        if not pre.blocks:
+            return True
+        why = "the fit predicts this launch fails" if pre.verdict == "fails" else "a check failed"
+        if force:
+            self.emit("forced", f"--force: launching although {why}", reason=why)
+            return True
+        fix = f"; try {fix_text(pre.fix)}" if pre.fix is not None and pre.verdict == "fails" else ""
+        self.emit("not_launched", f"not launched: {why}{fix} (--force launches anyway)", reason=why)
+        return False
 
     def milestone(self, event: LogEvent, where: str = "", /, **data: Any) -> None:
         """A startup milestone as `WHERE` `kind [rank]  key=value ...`; the JSON object carries the kind, the
@@ -149,6 +192,7 @@ async def launch(
     printer: Printer,
     timeout: float | None,
     stall_after: float | None = None,
+    force: bool = False,
 ) -> int:
     from sgtui.core.profiles import dump_profile, load_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
@@ -173,6 +217,7 @@ async def launch(
             timeout=timeout,
             stall_after=stall_after,
             password_cb=ask_password if sys.stdin.isatty() else None,
+            force=force,
         )
     host_name = host or profile.host
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
@@ -181,6 +226,12 @@ async def launch(
     manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
+        from sgtui.remote.preflight import run_preflight
+
+        checked = await run_preflight(conn, target, profile)
+        printer.preflight(checked.preflight, checked.report)
+        if not printer.go_ahead(checked.preflight, force=force):
+            return PREDICTED_FAILURE
         record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
         printer.emit(
             "launched",

@@ -313,7 +313,8 @@ def _with_fit(
 
     try:
         facts = model_facts_from_config(read.config or {}, weight_bytes=read.weight_bytes)
-        n_gpus = len(profile.gpus) if profile.gpus else None
+        nnodes = getattr(profile, "nnodes", 1) or 1  # TP across nodes: each GPU still holds 1/tp
+        n_gpus = len(profile.gpus) * nnodes if profile.gpus else None
         report = fit_on_target(profile.spec, facts, live, version=version, n_gpus=n_gpus)
     except UserError as exc:
         return PreflightResult(from_fit(None, checks, f"the fit refused its inputs ({exc})"))
