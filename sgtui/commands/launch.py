@@ -132,7 +132,9 @@ class Printer:
         lines = [f"preflight: {pre.verdict.upper()}" + (f": {pre.error}" if pre.error else "")]
         first = report.first_fix() if report is not None else None
         if pre.fix is not None:
-            kind = "first fix that fits" if first is None or first.verdict == "fits" else "first fix (tight)"
+            kind = {"fits": "first fix that fits", "tight": "first fix (tight)"}.get(
+                first.verdict if first is not None else "", "suggested fix"
+            )
             why = f"  ({first.why})" if first is not None and first.why else ""
             lines.append(f"  {kind}: {fix_text(pre.fix)}{why}")
         lines.extend(f"  {line}" for line in check_lines(pre))
@@ -142,11 +144,11 @@ class Printer:
 
     def go_ahead(self, pre: Preflight, *, force: bool) -> bool:
         """True when the launch goes ahead (nothing blocks, or `force`); else says why not."""
-        from sgtui.core.preflight import fix_text
+        from sgtui.core.preflight import block_reason, fix_text
 
         if not pre.blocks:
             return True
-        why = "the fit predicts this launch fails" if pre.verdict == "fails" else "a check failed"
+        why = block_reason(pre)
         if force:
             self.emit("forced", f"--force: launching although {why}", reason=why)
             return True

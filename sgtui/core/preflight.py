@@ -115,7 +115,7 @@ def from_fit(report: Any, checks: list[Check], why_unknown: str | None = None) -
     fit_check = _fit_check(report, why_unknown)
     if report is None:
         return Preflight("unknown", None, None, [fit_check, *checks], why_unknown or "the fit was not run")
-    first = report.first_fix()
+    first = report.first_fix() if report.verdict in ("fails", "tight") else None  # "fits" needs none
     fix = (first.flag, first.value) if first is not None else None
     return Preflight(report.verdict, report.error, fix, [fit_check, *checks])
 
@@ -139,9 +139,22 @@ def fix_text(fix: tuple[str, Any] | None) -> str:
 
 
 def check_lines(pre: Preflight) -> list[str]:
-    """One line per check, marked ok / FAILED / warning (a failed check that does not block)."""
+    """One line per target check, marked ok / FAILED / warning (a failed check that does not block); the
+    fit's own line is left to the headline that states the verdict."""
     lines = []
     for c in pre.checks:
+        if c.name == "fit":
+            continue
         mark = "ok" if c.ok else ("FAILED" if c.blocking else "warning")
         lines.append(f"{c.name}: {mark}: {c.message}")
     return lines
+
+
+def block_reason(pre: Preflight) -> str:
+    """Why a launch from here would fail as predicted, in a few words: the fit's verdict and the names
+    of the failed blocking checks ("" when nothing blocks)."""
+    parts = ["the fit predicts it fails"] if pre.verdict == "fails" else []
+    failed = [c.name for c in pre.checks if not c.ok and c.blocking]
+    if failed:
+        parts.append("failed check" + ("s" if len(failed) > 1 else "") + ": " + ", ".join(failed))
+    return "; ".join(parts)
