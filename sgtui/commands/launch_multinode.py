@@ -52,7 +52,7 @@ async def launch_multinode(
         node_checks = [Check("nodes", False, p.message) for p in problems]
         pre = replace(pre, checks=[*pre.checks, *node_checks])
         printer.preflight(pre, checked.report)
-        for problem in problems:
+        for problem in problems if printer.json else ():  # the text lists them in the preflight already
             printer.emit(
                 "check_failed",
                 f"check: {problem}",
