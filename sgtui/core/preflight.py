@@ -110,24 +110,53 @@ def fit_on_target(
 
 
 def from_fit(report: Any, checks: list[Check], why_unknown: str | None = None) -> Preflight:
-    """The preflight of a launch from its fit report (None: the fit could not be computed, `why_unknown`
+    """The preflight of a launch from its `FitReport` (None: the fit could not be computed, `why_unknown`
     says why) and the target's checks. The fix is `FitReport.first_fix()`, the one ranking's first."""
+    return from_fit_json(report.to_json() if report is not None else None, checks, why_unknown)
+
+
+def from_fit_json(
+    report: dict[str, Any] | None, checks: list[Check], why_unknown: str | None = None
+) -> Preflight:
+    """The same from the report's JSON (`sgtui fit --json`, what the TUI keeps)."""
     fit_check = _fit_check(report, why_unknown)
     if report is None:
         return Preflight("unknown", None, None, [fit_check, *checks], why_unknown or "the fit was not run")
-    first = report.first_fix() if report.verdict in ("fails", "tight") else None  # "fits" needs none
+    verdict = report.get("verdict") or "unknown"
+    first = first_fix_json(report) if verdict in ("fails", "tight") else None  # "fits" needs none
     fix = (first.flag, first.value) if first is not None else None
-    return Preflight(report.verdict, report.error, fix, [fit_check, *checks])
+    return Preflight(verdict, report.get("error"), fix, [fit_check, *checks])
 
 
-def _fit_check(report: Any, why_unknown: str | None) -> Check:
+def first_fix_json(report: dict[str, Any] | None) -> Any:
+    """`FitReport.first_fix()` of a report's JSON (its `fixes` and `warnings`): the same one ranking."""
+    from types import SimpleNamespace
+
+    from sgtui.core.fit.report import FitReport, FitWarning, Fix
+
+    report = report or {}
+    fixes = [
+        Fix(str(f.get("flag")), f.get("value"), str(f.get("verdict")), str(f.get("why") or ""))
+        for f in report.get("fixes") or []
+    ]
+    warnings = [
+        FitWarning(str(w.get("code", "")), str(w.get("message", "")), w.get("flag"), w.get("suggested_value"))
+        for w in report.get("warnings") or []
+    ]
+    return FitReport.first_fix(SimpleNamespace(fixes=fixes, warnings=warnings))  # type: ignore[arg-type]
+
+
+def _fit_check(report: dict[str, Any] | None, why_unknown: str | None) -> Check:
     if report is None:
         return Check("fit", False, f"the fit is not known: {why_unknown}", blocking=False)
-    where = f"{report.n_gpus} x {report.gpu_name}, SGLang {report.sglang_version}"
-    if report.verdict == "fails":
-        return Check("fit", False, f"FAILS on {where}: {report.error}", blocking=False)
-    slack = f"{report.slack_gib:.2f} GiB slack"
-    return Check("fit", True, f"{report.verdict.upper()} on {where} ({slack})", blocking=False)
+    gpus = f"{report.get('n_gpus', '?')} x {report.get('gpu_name', 'GPU')}"
+    where = f"{gpus}, SGLang {report.get('sglang_version')}"
+    verdict = str(report.get("verdict"))
+    if verdict == "fails":
+        return Check("fit", False, f"FAILS on {where}: {report.get('error')}", blocking=False)
+    slack = report.get("slack_gib")
+    room = f" ({slack:.2f} GiB slack)" if isinstance(slack, int | float) else ""
+    return Check("fit", True, f"{verdict.upper()} on {where}{room}", blocking=False)
 
 
 def fix_text(fix: tuple[str, Any] | None) -> str:

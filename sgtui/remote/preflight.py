@@ -254,10 +254,19 @@ class PreflightResult:
     report: Any = None
 
 
-async def run_preflight(
-    conn: Transport, target: Target, profile: Any, *, port: bool = True
-) -> PreflightResult:
-    """Every check of a single-node launch in parallel, then the fit with what they read."""
+@dataclass(frozen=True)
+class TargetFacts:
+    """What the checks read on the target: their lines, and what the fit needs from there."""
+
+    checks: list[Check]
+    live: list[LiveGpu]
+    installed: str | None
+    model: ModelRead | None
+    why_no_fit: str  # "" when the fit can be made from these
+
+
+async def target_checks(conn: Transport, target: Target, profile: Any, *, port: bool = True) -> TargetFacts:
+    """Every target check of a single-node launch (node 0 of a multi-node one), in parallel."""
     model_path = str(profile.spec.model_path or "")
     wanted = run_gpu_indices(profile)
 
@@ -289,9 +298,20 @@ async def run_preflight(
         why = "the profile has no --model-path"
     if gpu_why and not live:
         why = f"no GPU reading on the target ({gpu_why})"
-    if why or read is None or read.config is None:
-        return PreflightResult(from_fit(None, checks, why or "no model config"))
-    return _with_fit(profile, read, live, installed or profile.sglang_version or "0.5.11", checks)
+    return TargetFacts(checks, live, installed, read, why)
+
+
+async def run_preflight(
+    conn: Transport, target: Target, profile: Any, *, port: bool = True
+) -> PreflightResult:
+    """Every check of a single-node launch in parallel, then the fit with what they read: the installed
+    release's rules, the asked GPUs' size and the memory already in use on them."""
+    facts = await target_checks(conn, target, profile, port=port)
+    read = facts.model
+    if facts.why_no_fit or read is None or read.config is None:
+        return PreflightResult(from_fit(None, facts.checks, facts.why_no_fit or "no model config"))
+    version = facts.installed or profile.sglang_version or "0.5.11"
+    return _with_fit(profile, read, facts.live, version, facts.checks)
 
 
 def _why_no_model(model_path: str, read: ModelRead) -> str:

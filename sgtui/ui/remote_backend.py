@@ -242,6 +242,13 @@ class RemoteBackend:
         )
         return [run_view(record, "starting", profile.name)]
 
+    async def preflight_checks(self, profile: Any) -> list[Any]:
+        from sgtui.remote.preflight import target_checks
+
+        target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
+        facts = await target_checks(self._conn(profile.host), target, profile)
+        return facts.checks
+
     async def _launch_nodes(self, profile: Any, profile_yaml: str) -> list[RunView]:
         from sgtui.remote.multinode import MultiNode
 
