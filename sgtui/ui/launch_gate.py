@@ -22,13 +22,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Pending:
-    """A launch waiting for its target checks: what was asked and the fit made when it was."""
+    """A launch waiting for its target checks: what was asked, and what to do if it goes."""
 
     seq: int
     what: str
     go: Callable[[], None]
-    report: dict[str, Any] | None
-    why_unknown: str
 
 
 class LaunchGate:
@@ -40,11 +38,10 @@ class LaunchGate:
         self.pending: Pending | None = None
 
     def ask(self, what: str, go: Callable[[], None]) -> None:
-        """Fit now (never a stale report), then the target checks; `decide` follows their answer."""
+        """The target checks first; `decide` follows their answer."""
         app = self.app
-        report, why = app.flags.predict()
         self._seq += 1
-        self.pending = Pending(self._seq, what, go, report, why)
+        self.pending = Pending(self._seq, what, go)
         app.notify(f"checking the target before the {what}…", timeout=3)
         app.controller.preflight_checks(app.deployment.profile, self._seq)
 
@@ -57,10 +54,13 @@ class LaunchGate:
         self.decide(pending, checks)
 
     def decide(self, pending: Pending, checks: list[Check]) -> None:
+        """The fit for exactly the flags that `go` launches, made now (never a stale report; a GPU sample
+        or model config that came during the checks counts), with the checks: go, warn, or ask."""
         app = self.app
-        pre = from_fit_json(pending.report, checks, pending.why_unknown or None)
+        report, why = app.flags.predict()
+        pre = from_fit_json(report, checks, why or None)
         if not pre.blocks and pre.verdict != "unknown":
-            for line in _warnings(pre, pending.report):
+            for line in _warnings(pre, report):
                 app.notify(line, severity="warning", timeout=8)
             pending.go()
             return
@@ -69,15 +69,15 @@ class LaunchGate:
             if choice == "launch":
                 pending.go()
             elif choice == "fix":
-                app.call_later(self._fix_then, pending)
+                app.call_later(self._fix_then, pending, report)
             else:
                 why = "the fit is not known yet" if pre.verdict == "unknown" else "the preflight says no"
                 app.notify(f"not {pending.what}ed: {why} (2 shows the fit)", timeout=6)
 
-        app.push_screen(FitConfirmScreen(pending.report, pending.what, pre), answer)
+        app.push_screen(FitConfirmScreen(report, pending.what, pre), answer)
 
-    async def _fix_then(self, pending: Pending) -> None:
-        fix = best_fix(pending.report)
+    async def _fix_then(self, pending: Pending, report: dict[str, Any] | None) -> None:
+        fix = best_fix(report)
         if fix is None:
             return
         flag, value, _ = fix
