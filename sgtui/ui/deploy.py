@@ -46,10 +46,11 @@ class DeployActions:
             self.app.notify(f"read-only (--readonly): no {what}", severity="warning", timeout=5)
         return self.app.readonly
 
-    def ask_fit_first(self, what: str, go: Callable[[], None]) -> None:
+    def ask_fit_first(self, what: str, go: Callable[[], None], replacing: bool = False) -> None:
         """The preflight first (`launch_gate.py`): `go` at once when it fits and the target checks pass;
-        a question (default No) when it fails, when the fit is not known yet, or a blocking check failed."""
-        self.gate.ask(what, go)
+        a question (default No) when it fails, when the fit is not known yet, or a blocking check failed.
+        `replacing`: a restart of a live run, whose own port and GPUs the checks would find taken."""
+        self.gate.ask(what, go, skip=("port", "gpus") if replacing else ())
 
     def launch(self) -> None:
         app = self.app
@@ -115,7 +116,7 @@ class DeployActions:
             return
         if self.profile_to_launch() is None:
             return
-        self.ask_fit_first("restart", lambda: self._restart(session))
+        self.ask_fit_first("restart", lambda: self._restart(session), replacing=session.alive)
 
     def _restart(self, session: Any) -> None:
         app = self.app

@@ -27,6 +27,7 @@ class Pending:
     seq: int
     what: str
     go: Callable[[], None]
+    skip: tuple[str, ...] = ()  # checks that do not apply (a restart's own run holds its port and GPUs)
 
 
 class LaunchGate:
@@ -37,11 +38,11 @@ class LaunchGate:
         self._seq = 0
         self.pending: Pending | None = None
 
-    def ask(self, what: str, go: Callable[[], None]) -> None:
+    def ask(self, what: str, go: Callable[[], None], skip: tuple[str, ...] = ()) -> None:
         """The target checks first; `decide` follows their answer."""
         app = self.app
         self._seq += 1
-        self.pending = Pending(self._seq, what, go)
+        self.pending = Pending(self._seq, what, go, skip)
         app.notify(f"checking the target before the {what}…", timeout=3)
         app.controller.preflight_checks(app.deployment.profile, self._seq)
 
@@ -58,6 +59,7 @@ class LaunchGate:
         or model config that came during the checks counts), with the checks: go, warn, or ask."""
         app = self.app
         report, why = app.flags.predict()
+        checks = [c for c in checks if c.name not in pending.skip]
         pre = from_fit_json(report, checks, why or None)
         if not pre.blocks and pre.verdict != "unknown":
             for line in _warnings(pre, report):
@@ -87,7 +89,7 @@ class LaunchGate:
             return
         app.notify(f"applied {as_flag(flag, value)}", timeout=6)
         if app.deploy.profile_to_launch() is not None:
-            self.ask(pending.what, pending.go)  # the fix is checked like any other flags
+            self.ask(pending.what, pending.go, pending.skip)  # the fix is checked like any other flags
 
 
 def _warnings(pre: Preflight, report: dict[str, Any] | None) -> list[str]:
