@@ -233,3 +233,15 @@ async def test_the_watch_says_what_happened_to_a_container_that_took_the_run_wit
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert watch.exited and events[0]["event"] == "note"
     assert events[0]["message"] == "its container sglang was removed"
+
+
+def test_a_host_that_cannot_be_reached_is_a_failure_not_a_prediction(tmp_path: Path) -> None:
+    """Exit 1 with the connection's own words: nothing was predicted about the launch (3 means that)."""
+    closed = free_port()  # nothing listens there
+    (tmp_path / "hosts.yaml").write_text(f"dead:\n  hostname: 127.0.0.1\n  port: {closed}\n  user: root\n")
+    profile = tmp_path / "p.yaml"
+    profile.write_text("name: p\nhost: dead\npython: /usr/bin/python3\nsglang:\n  model-path: /m\n")
+    result = sgtui("launch", str(profile), "--json-events", config_dir=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["error"]

@@ -230,6 +230,7 @@ async def launch(
     try:
         from sgtui.remote.preflight import run_preflight
 
+        await conn.connect()  # a host that cannot be reached is a failure (1), not a prediction (3)
         checked = await run_preflight(conn, target, profile)
         printer.preflight(checked.preflight, checked.report)
         if not printer.go_ahead(checked.preflight, force=force):
