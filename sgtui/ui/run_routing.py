@@ -200,6 +200,9 @@ class RunRouting(Base):
             self.notify(message.text, severity="information" if message.ok else "error", timeout=8)
             self.draw_status()
 
+    def on_preflight_checked(self, message: m.PreflightChecked) -> None:
+        self.deploy.gate.checked(message.seq, message.checks)
+
     def on_service_error(self, message: m.ServiceError) -> None:
         if self.is_running:
             self.notify(f"{message.what} failed: {message.message}", severity="error", timeout=12)
