@@ -64,6 +64,39 @@ def test_the_0_5_9_profile_is_refused_with_exit_3_and_launches_to_its_predicted_
     assert "failed: not_enough_memory" in text.splitlines()[-1]
 
 
+def test_a_forced_launch_that_fails_is_diagnosed_with_the_fix_its_preflight_and_sgtui_fit_offered_first(
+    tmp_path: Path,
+) -> None:
+    """One run, one first fix: the diagnosis after the failure leads with the preflight's fix (made with the
+    target's release and live memory), and `sgtui fit` on the same inputs (the sim's A6000 pair, SGLang
+    0.5.9, the model folder the sim serves, the profile's flags) offers the same one first and exits 3."""
+    from sgtui.core.profiles import load_profile
+    from sgtui.sim.scenarios import A6000_MIB
+
+    with running_sim_host(tmp_path) as host:
+        profile = host.profile("qwen36-27b-2xa6000.yaml", server_port=free_port())
+        forced = sgtui("launch", str(profile), "--force", "--watch", "--json-events", config_dir=tmp_path)
+    assert forced.returncode == 1, forced.stdout + forced.stderr
+    events = [json.loads(line) for line in forced.stdout.splitlines()]
+    pre = events[0]
+    assert pre["event"] == "preflight" and pre["verdict"] == "fails" and pre["fix"] is not None
+    diagnosis = next(e for e in events if e["event"] == "diagnosis")
+    assert diagnosis["error_class"] == "not_enough_memory"
+    first = diagnosis["suggestions"][0]
+    assert [first["flag"], first["value"]] == [pre["fix"][0], str(pre["fix"][1])]
+
+    model = Path(__file__).resolve().parents[1] / "sgtui" / "sim" / "models" / "Qwen3.6-27B"
+    argv = load_profile(profile).argv
+    assert A6000_MIB == 49140  # the sim's GPUs are the A6000 preset's size
+    same = ["--gpu", "A6000", "--gpus", "2", "--sglang", "0.5.9", "--config", str(model)]
+    fit = sgtui("fit", *same, "--json", "--", *argv)
+    assert fit.returncode == 3, fit.stdout + fit.stderr
+    report = json.loads(fit.stdout)
+    cli_first = next(f for f in report["fixes"] if f["verdict"] == "fits")
+    assert report["fixes"][0] == cli_first  # a fix that fits ranks first
+    assert [cli_first["flag"], cli_first["value"]] == pre["fix"]
+
+
 def test_a_port_in_use_on_the_target_refuses_the_launch_naming_the_port(tmp_path: Path) -> None:
     """The port check binds the asked port inside the container (the sim maps it to its own), where an
     old server still holds it: exit 3 before anything starts, the fit itself says it fits."""

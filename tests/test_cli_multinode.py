@@ -137,3 +137,33 @@ def test_fit_sizes_tp_across_nodes_with_gpus_per_node() -> None:
     a, b = json.loads(one.stdout), json.loads(two.stdout)
     # 2 nodes x 2 GPUs hold the model like 4 GPUs on one node: the same per-GPU arithmetic
     assert (a["weights_gib"], a["max_total_num_tokens"]) == (b["weights_gib"], b["max_total_num_tokens"])
+
+
+def test_a_failed_node_is_diagnosed_with_the_first_fix_its_preflight_offered() -> None:
+    """The multi-node watch hands node 0's preflight fit to the diagnosis, so the failure's first `try:`
+    is the fix the preflight offered (the diagnosis alone would offer its own --max-running-requests)."""
+    import io
+    from types import SimpleNamespace
+
+    from sgtui.commands.launch import Printer
+    from sgtui.commands.launch_multinode import MultiWatch
+    from sgtui.core.fit import fit
+    from sgtui.core.gpus import parse_gpu
+    from sgtui.core.model import load_model_facts
+    from tests.cases import EXAMPLE_A, LOGS, QWEN35
+
+    report = fit(EXAMPLE_A, load_model_facts(QWEN35), parse_gpu("A6000"), n_gpus=2, version="0.5.9")
+    first = report.first_fix()
+    assert first is not None and first.verdict == "fits"
+    nodes = SimpleNamespace(
+        profile=SimpleNamespace(spec=SimpleNamespace(tp_size=2)), node=lambda rank: SimpleNamespace(host="b")
+    )
+    record = SimpleNamespace(node_rank=1, host="b", log_path="/runs/1.log")
+    out = io.StringIO()
+    watch = MultiWatch(nodes, [record], Printer(True, out), None, None, "a:5000", fit=report)  # type: ignore[arg-type]
+    follow = watch.follows[0]
+    follow.classifier.feed((LOGS / "v059_tp2_nextn_not_enough_memory.log").read_text())
+    assert watch._finish("failed", follow) == 1
+    diagnosis = next(e for e in events(out.getvalue()) if e["event"] == "diagnosis")
+    try_first = diagnosis["suggestions"][0]  # type: ignore[index]
+    assert (try_first["flag"], try_first["value"]) == (first.flag, str(first.value))

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sgtui.commands.events import Printer
 
@@ -163,7 +163,7 @@ async def launch(
         )
         if not watch:
             return 0
-        return await Watch(manager, record, printer, timeout, stall_after).run()
+        return await Watch(manager, record, printer, timeout, stall_after, fit=checked.report).run()
     except RemoteError as exc:
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
@@ -199,9 +199,11 @@ class Watch:
         timeout: float | None,
         stall_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        fit: Any = None,
     ) -> None:
         from sgtui.core.logs import LogClassifier
 
+        self.fit = fit  # the preflight's FitReport: the diagnosis leads with the same first fix
         self.manager = manager
         self.record = record
         self.printer = printer
@@ -322,7 +324,7 @@ class Watch:
                 phase=error.phase,
                 error=error.to_json(),
             )
-        for item in diagnose(analysis):
+        for item in diagnose(analysis, self.fit):
             self.printer.diagnosis(item)
         if verdict == "ready":
             self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)

@@ -83,7 +83,8 @@ async def launch_multinode(
             return 1
         if not watch:
             return 0
-        return await MultiWatch(nodes, records, printer, timeout, stall_after, addr).run()
+        watch = MultiWatch(nodes, records, printer, timeout, stall_after, addr, fit=checked.report)
+        return await watch.run()
     except RemoteError as exc:
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
@@ -128,9 +129,11 @@ class MultiWatch:
         timeout: float | None,
         stall_after: float | None,
         dist_init_addr: str,
+        fit: Any = None,
     ) -> None:
         from sgtui.core.node_progress import CrossNode, NodeProgress, tp_tags
 
+        self.fit = fit  # node 0's preflight FitReport: every node's diagnosis leads with its first fix
         self.nodes = nodes
         self.printer = printer
         self.timeout = timeout
@@ -284,7 +287,7 @@ class MultiWatch:
                 node_rank=failed.rank,
                 host=failed.record.host,
             )
-        for item in diagnose(analysis):
+        for item in diagnose(analysis, self.fit):
             self.printer.diagnosis(item, f" ({where})", node_rank=failed.rank)
         self.printer.emit(
             "failed",
