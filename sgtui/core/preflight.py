@@ -101,12 +101,23 @@ def fit_on_target(
         return report
     free = [report.baseline_free_gib - u / 1024 for u in used]
     live = fit(spec, model, gpu, n_gpus=n_gpus, version=version, free_gib=free)
-    taken = ", ".join(f"GPU {g.index} {u / 1024:.2f} GiB" for g, u in zip(gpus, used, strict=True) if u)
     live.notes.append(
-        f"Memory already in use on the target ({taken}, nvidia-smi) is taken off the estimated "
+        f"Memory already in use on the target ({in_use_text(gpus)}, nvidia-smi) is taken off the estimated "
         f"{report.baseline_free_gib:.2f} GiB free before the weights."
     )
     return live
+
+
+def in_use_text(gpus: list[LiveGpu]) -> str:
+    """`GPU 1 20.00 GiB, ...` for each GPU whose memory in use counts (over `EMPTY_GPU_MIB`); "" for none."""
+    held = [g for g in gpus if (g.used_mib or 0.0) > EMPTY_GPU_MIB]
+    return ", ".join(f"GPU {g.index} {(g.used_mib or 0.0) / 1024:.2f} GiB" for g in held)
+
+
+def free_now_note(gpus: list[LiveGpu]) -> str:
+    """What a fit made by `fit_on_target` was sized from, in a few words (the TUI's fit panel)."""
+    taken = in_use_text(gpus)
+    return f"sized from what is free now: {taken} in use" if taken else "sized from what is free now"
 
 
 def from_fit(report: Any, checks: list[Check], why_unknown: str | None = None) -> Preflight:

@@ -22,6 +22,9 @@ class FitInputs:
     model_error: str = ""  # why the model's config.json could not be read on the target
     flags: Any = None  # the target's own FlagTable once read (types the values); None: the shipped one
     gpu_error: str = ""  # why the host cannot say what its GPUs are (no nvidia-smi, no driver)
+    # the GPUs the launch asks for as nvidia-smi read them, with the memory in use on them: the fit is then
+    # `core.preflight.fit_on_target`'s, the one headless `sgtui launch` makes (live free memory)
+    live: tuple[Any, ...] = ()
 
 
 def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
@@ -46,9 +49,17 @@ def compute_fit(values: dict[str, Any], inputs: FitInputs) -> dict[str, Any]:
     version = inputs.version or "0.5.11"
     spec = spec_from_values(values, version=inputs.flags or version)
     facts = model_facts_from_config(inputs.model_config, weight_bytes=inputs.weight_bytes)
-    gpu = GpuSpec(inputs.gpu_name or "GPU", inputs.gpu_mib)
-    report = fit(spec, facts, gpu, n_gpus=inputs.n_gpus, version=version, free_gib=inputs.free_gib)
-    out = report.to_json()
+    if inputs.live and inputs.free_gib is None:
+        from sgtui.core.preflight import fit_on_target, free_now_note
+
+        live = list(inputs.live)
+        report = fit_on_target(spec, facts, live, version=version, n_gpus=inputs.n_gpus)
+        out = report.to_json()
+        out["free_now"] = free_now_note(live)
+    else:
+        gpu = GpuSpec(inputs.gpu_name or "GPU", inputs.gpu_mib)
+        report = fit(spec, facts, gpu, n_gpus=inputs.n_gpus, version=version, free_gib=inputs.free_gib)
+        out = report.to_json()
     out["warnings"] = [
         {
             "code": w.code,

@@ -167,7 +167,11 @@ class HostRouting(Base):
         if message.host == d.host:
             host.history.widen(HOST_CHART_SAMPLES)  # the `g` chart before any run is followed
             usable = [g for g in message.gpus if not g.note and g.total_mib]
-            if usable and d.set_gpu(usable[0].name, usable[0].total_mib):
+            sized = bool(usable) and d.set_gpu(usable[0].name, usable[0].total_mib)
+            # the memory in use now sizes the fit, except while a run sgtui follows there is alive: its own
+            # memory is not another's (a restart frees it), so the reading from before it started stays
+            own = any(s.alive for s in self.followed.on_host(message.host))
+            if (not own and d.set_live(message.gpus)) or sized:
                 self.flags.schedule_fit()
             elif (
                 message.gpus

@@ -52,7 +52,8 @@ async def test_l_on_a_launch_the_fit_says_fails_asks_first_and_escape_launches_n
         shown = str(app.screen.query_one("#fit-confirm-text").render())
         first = first_fix_json(app.fit_report)
         assert first is not None
-        assert "Not enough memory" in shown and f"fix: {first.flag} {first.value}" in shown
+        assert first.verdict == "fits"  # the ranked fix, not the tight --mem-fraction-static raise
+        assert "Not enough memory" in shown and f"First fix that fits: {first.flag} {first.value}" in shown
         assert "port: ok: port 30000 is free" in shown and f"gpus: FAILED: {held}" in shown
         assert backend.checked, "the target checks were asked for"
         await press_until(pilot, "escape", lambda: not isinstance(app.screen, FitConfirmScreen), "gone")
@@ -222,3 +223,55 @@ def test_milestones_sit_at_their_log_times_and_an_old_runs_are_not_replayed_now(
     marks = dict((label, x) for x, label in fresh.history.marks)
     assert "load_weight_begin" in marks and "ready" in marks
     assert marks["ready"] - marks["load_weight_begin"] > 60  # the log's own spacing, not all at once
+
+
+async def test_the_fit_is_sized_from_what_is_free_now_as_the_headless_preflight_sizes_it(
+    profile: Profile,
+) -> None:
+    """Another process holds 20 GiB on GPU 1: the launch that fits on empty GPUs (8 running requests) is
+    fitted from what is free now, by the function headless `sgtui launch` uses (`fit_on_target`): it
+    fails, the panel says what it was sized from, and `l` asks first."""
+    from sgtui.core.model import model_facts_from_config
+    from sgtui.core.preflight import LiveGpu, fit_on_target
+    from tests.ui.fakes import QWEN_CONFIG, gpus
+
+    mrr8 = dataclasses.replace(profile, sglang={**profile.sglang, "--max-running-requests": 8})
+    held = gpus((3, 20483))  # GPU 1: 20 GiB in use by another process
+    app = SgtuiApp(FakeBackend(gpu_frames=[held]), mrr8, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await fitted(pilot, app)
+        report = app.fit_report
+        assert report is not None and report["verdict"] == "fails"
+        live = [LiveGpu(g.index, g.name, g.total_mib, float(g.used_mib)) for g in held]
+        model = model_facts_from_config(QWEN_CONFIG, weight_bytes=55_600_000_000)
+        headless = fit_on_target(mrr8.spec, model, live, version="0.5.9", n_gpus=2)
+        assert report["baseline_free_gib"] == headless.to_json()["baseline_free_gib"]
+        assert report["verdict"] == headless.verdict
+        panel = str(app.main.query_one(FitPanel).render())
+        assert "sized from what is free now: GPU 1 20.00 GiB in use" in " ".join(panel.split())
+        await press_until(pilot, "l", lambda: isinstance(app.screen, FitConfirmScreen), "the question")
+
+
+async def test_the_memory_sgtuis_own_live_run_holds_does_not_shrink_the_fit(profile: Profile) -> None:
+    """Once sgtui's own run is alive on the host its memory climbs; that is not another's memory (a
+    restart frees it), so the fit keeps the reading from before the run started; later samples count again
+    once it ended."""
+    from sgtui.ui import messages as m
+    from tests.ui.fakes import gpus
+
+    backend = FakeBackend(launch_logs=[[]], hold_tail=True)
+    app = SgtuiApp(backend, profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await fitted(pilot, app)
+        before = app.fit_inputs.live
+        assert [g.used_mib for g in before] == [512.0, 512.0]
+        await launch_anyway(pilot, app)
+        await wait_for(pilot, lambda: app.session is not None and app.session.alive, what="the run")
+        app.post_message(m.GpuSampled("pve", gpus((40_000, 40_000)), time.monotonic()))
+        await pilot.pause(0.2)
+        assert app.fit_inputs.live == before
+        assert app.session is not None
+        app.session.state = "stopped"
+        app.post_message(m.GpuSampled("pve", gpus((3, 20_483)), time.monotonic()))
+        await wait_for(pilot, lambda: app.fit_inputs.live != before, what="the new reading")
+        assert [g.used_mib for g in app.fit_inputs.live] == [3.0, 20_483.0]

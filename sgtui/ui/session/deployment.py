@@ -12,6 +12,9 @@ from sgtui.ui.fitting import FitInputs
 from sgtui.ui.views import ContainerView
 from sgtui.ui.widgets.launch_form import FlagInfo
 
+# memory in use on a GPU that moved by less than this keeps the fit as it is (no refit every sample)
+LIVE_CHANGE_MIB = 256.0
+
 
 class Deployment:
     """What `l` would launch. The flags form edits `profile`'s values; the fit reads `fit_inputs`,
@@ -125,7 +128,38 @@ class Deployment:
         if self.fit_inputs.gpu_mib is not None and not typed:
             return False
         self.gpu_typed = self.gpu_typed or typed
-        self.fit_inputs = dataclasses.replace(self.fit_inputs, gpu_mib=mib, gpu_name=name, gpu_error="")
+        live = () if self.gpu_typed else self.fit_inputs.live  # a typed GPU is not the one nvidia-smi reads
+        self.fit_inputs = dataclasses.replace(
+            self.fit_inputs, gpu_mib=mib, gpu_name=name, gpu_error="", live=live
+        )
+        return True
+
+    def set_live(self, gpus: list[Any]) -> bool:
+        """A GPU sample of the target's host: the GPUs the launch asks for (the headless preflight's
+        choice, `remote.preflight.run_gpu_indices`) with the memory in use on them now, so the fit is
+        sized from what is free (`core.preflight.fit_on_target`). True when the fit must be made again:
+        the first reading, or memory in use that moved by more than `LIVE_CHANGE_MIB` on some GPU."""
+        from sgtui.core.errors import UserError
+        from sgtui.core.preflight import LiveGpu
+        from sgtui.remote.preflight import run_gpu_indices
+
+        if self.gpu_typed:
+            return False
+        have = {g.index: g for g in gpus if not g.note and g.total_mib}
+        try:
+            wanted = run_gpu_indices(self.profile)
+        except UserError:  # flags that do not parse: the form says so, the fit waits for them
+            return False
+        if not wanted or any(i not in have for i in wanted):
+            return False
+        live = tuple(LiveGpu(i, have[i].name, have[i].total_mib, float(have[i].used_mib)) for i in wanted)
+        old = self.fit_inputs.live
+        if [g.index for g in old] == wanted and all(
+            abs((a.used_mib or 0.0) - (b.used_mib or 0.0)) <= LIVE_CHANGE_MIB
+            for a, b in zip(old, live, strict=True)
+        ):
+            return False
+        self.fit_inputs = dataclasses.replace(self.fit_inputs, live=live)
         return True
 
     def set_gpu_problem(self, note: str) -> bool:

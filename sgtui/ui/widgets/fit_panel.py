@@ -59,6 +59,8 @@ def fit_text(report: dict[str, Any] | None, error: str = "", width: int = 0) -> 
         text.append(f"  {version}", style="dim")
     _row(text, "GPU total", _gib(report.get("gpu_total_gib")))
     _row(text, "free at start", _gib(report.get("baseline_free_gib")))
+    if report.get("free_now"):  # the TUI's fit from the GPUs as nvidia-smi reads them now
+        _note(text, str(report["free_now"]))
     _fraction_rows(text, report)
     _row(text, "weights/GPU", _gib(report.get("weights_gib")))
     if report.get("draft_weights_gib"):
