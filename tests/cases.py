@@ -91,3 +91,20 @@ def replaced(argv: list[str], changes: dict[str, str]) -> list[str]:
     if missing:
         raise ValueError(f"not in the argv: {sorted(missing)}")
     return [changes.get(arg, arg) for arg in argv]
+
+
+def fit_json(argv: list[str]) -> dict[str, Any]:
+    """`sgtui ARGV` (a `fit ... --json` command) run in-process: its report, after checking that the exit
+    code says the verdict: 3 for "fails", 0 for "fits" or "tight" (DESIGN.md "Exit codes and preflight")."""
+    import contextlib
+    import io
+    import json
+
+    from sgtui.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(argv)
+    report: dict[str, Any] = json.loads(out.getvalue())
+    assert rc == (3 if report["verdict"] == "fails" else 0), (rc, report["verdict"], argv)
+    return report

@@ -3,8 +3,6 @@ question, `sgtui fit` and the diagnosis after the failure all lead with the same
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from sgtui.core.profiles.parse import load_profile
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.ui.fitting import FitInputs, compute_fit
 from sgtui.ui.screens.fit_confirm import best_fix
-from tests.cases import EXAMPLE_A, LLAMA, LOGS, QWEN35
+from tests.cases import EXAMPLE_A, LLAMA, LOGS, QWEN35, fit_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_QWEN = ROOT / "sgtui" / "sim" / "models" / "Qwen3.6-27B"
@@ -50,10 +48,7 @@ def test_a_launch_that_fits_has_no_fixes() -> None:
 
 
 def _cli_fit(argv: list[str]) -> dict[str, Any]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        main(argv)
-    return json.loads(out.getvalue())
+    return fit_json(argv)  # exit 3 where the verdict is "fails", 0 otherwise
 
 
 def _three_first_fixes(

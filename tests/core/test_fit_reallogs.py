@@ -10,16 +10,13 @@ SGLang's own PRs; each is described well enough to find again.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sgtui.cli import main
+from tests.cases import fit_json
 
 MODELS = Path(__file__).resolve().parent.parent / "fixtures" / "models"
 TOLERANCE = 0.005  # the acceptance bar: within 0.5 % of the logged token count
@@ -180,11 +177,7 @@ CASES = [
 
 
 def _fit_json(argv: list[str]) -> dict[str, Any]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(argv)
-    assert rc == 0, argv
-    return json.loads(out.getvalue())
+    return fit_json(argv)  # exit 3 where the verdict is "fails", 0 otherwise
 
 
 def _fit(case: RealLog) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sgtui.cli import main
+from tests.cases import fit_json
 
 pytestmark = pytest.mark.sharedlogs
 
@@ -53,14 +53,7 @@ def _fit_json(entry: dict[str, Any], tmp: Path, extra: list[str], flags: list[st
 
 
 def _run(argv: list[str]) -> dict[str, Any]:
-    import contextlib
-    import io
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(argv)
-    assert rc == 0, argv
-    return json.loads(out.getvalue())
+    return fit_json(argv)  # exit 3 where the verdict is "fails" (the loaded-weights error), 0 otherwise
 
 
 def _entries(shared_logs: Path) -> list[dict[str, Any]]:
