@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sgtui.core.preflight import first_fix_json
 from sgtui.core.profiles import load_profile
 from sgtui.remote.hosts import load_hosts
 from sgtui.remote.runs import RunManager
@@ -45,10 +46,16 @@ async def test_the_demo_story_from_failure_to_ready_with_the_footer_keys(_config
                 first = panel.first_suggestion
                 return first is not None and (first.flag, first.value) == (flag, value)
 
-            await wait_for(pilot, lambda: suggests("--max-running-requests", "8"), 30, "the diagnosis's fix")
+            # the diagnosis leads with the fit's first ranked fix, the one the question offered (not a
+            # number of its own): fewer running requests, a value that fits
+            first = first_fix_json(app.fit_report)
+            assert first is not None and first.flag == "--max-running-requests" and first.verdict == "fits"
+            await wait_for(pilot, lambda: suggests(first.flag, str(first.value)), 30, "the diagnosis's fix")
             failed_run = app.current
             await pilot.press("a")
-            await wait_for(pilot, lambda: app.form.values().get("--max-running-requests") == 8, 20, "the fix")
+            await wait_for(
+                pilot, lambda: app.form.values().get(first.flag) == first.value, 20, "the fix in the form"
+            )
             await launch_anyway(pilot, app, "r")
             await wait_for(pilot, lambda: app.current is not failed_run, 30, "the relaunch")
             await wait_for(pilot, lambda: app.run_state == "ready", 30, "ready")
