@@ -92,3 +92,18 @@ class Rules:
     strategy_flag: str = "--mamba-scheduler-strategy"
     # --- ROCm ---
     aiter_long_context_shrink: bool = False  # aiter backend and context > 8192: x0.85, a set value too
+
+
+@dataclass(frozen=True)
+class ServingRules:
+    """What a ready server answers and prints, as one release has it (the serving windows in windows.py).
+
+    The endpoint names come from `sglang/srt/entrypoints/http_server.py`; the batch headings from the
+    scheduler's `log_prefill_stats` / `log_decode_stats` (`scheduler.py` up to 0.5.1,
+    `scheduler_metrics_mixin.py` from 0.5.2, `scheduler_components/metrics_reporter.py` in 0.5.23)."""
+
+    model_info_path: str = "/get_model_info"  # /model_info from 0.5.6; the old name then logs a warning
+    server_info_path: str = "/get_server_info"  # /server_info from 0.5.6
+    # "Decode batch. #running-req: ..." up to 0.5.3; "Decode batch [N], ..." in 0.5.4;
+    # "Decode batch, ..." (" [N]" only under SGLANG_LOG_FORWARD_ITERS) from 0.5.5
+    batch_heading: str = r"(?P<kind>Prefill|Decode) batch\. "

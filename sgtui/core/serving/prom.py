@@ -1,0 +1,108 @@
+"""SGLang's `/metrics` page (`--enable-metrics`), read with prometheus_client's own text parser.
+
+SGLang names every series `sglang:NAME` (`sglang/srt/metrics/collector.py` in 0.4.6-0.5.x, moved to
+`sglang/srt/observability/metrics_collector.py` by 0.5.23); a Prometheus server that stored them, a
+federation or a gateway re-exporting them (Dynamo's publisher with `add_prefix="sglang_"`, dashboards
+after sgl-project/sglang#15758) shows the same series as `sglang_NAME`. Both read the same here: a
+`MetricsPage` keys every sample by NAME without its prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+PREFIXES = ("sglang:", "sglang_")
+
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclass
+class MetricsPage:
+    """One scrape: sample name (prefix removed) -> [(labels, value)], and the histograms' buckets.
+
+    `buckets[NAME]` (NAME without `_bucket`) maps each label set but `le` to [(upper bound, count)]
+    sorted by bound; `sums`/`counts` hold their `_sum` / `_count` per label set."""
+
+    samples: dict[str, list[tuple[Labels, float]]] = field(default_factory=dict)
+    buckets: dict[str, dict[Labels, list[tuple[float, float]]]] = field(default_factory=dict)
+
+    def names(self) -> set[str]:
+        return set(self.samples) | set(self.buckets)
+
+    def values(self, name: str) -> list[tuple[Labels, float]]:
+        return self.samples.get(name, [])
+
+    def total(self, name: str) -> float | None:
+        """The sum over every label set (counters of several ranks or models), None when absent."""
+        rows = self.samples.get(name)
+        return None if not rows else sum(v for _, v in rows)
+
+
+def _strip(name: str) -> str | None:
+    for prefix in PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return None
+
+
+def parse_metrics(text: str) -> MetricsPage:
+    """Every `sglang:` / `sglang_` sample of a Prometheus text page (other series are skipped).
+
+    A malformed page raises ValueError (prometheus_client's own), which callers report as such."""
+    page = MetricsPage()
+    families = text_string_to_metric_families(text)
+    for family in families:
+        if _strip(family.name) is None:
+            continue
+        for sample in family.samples:
+            name = _strip(sample.name)
+            if name is None:
+                continue
+            if name.endswith("_bucket") and "le" in sample.labels:
+                labels = _labels(sample.labels, skip="le")
+                bound = float(sample.labels["le"])
+                rows = page.buckets.setdefault(name[: -len("_bucket")], {}).setdefault(labels, [])
+                rows.append((bound, float(sample.value)))
+                continue
+            page.samples.setdefault(name, []).append((_labels(sample.labels), float(sample.value)))
+    for per_labels in page.buckets.values():
+        for rows in per_labels.values():
+            rows.sort()
+    return page
+
+
+def _labels(labels: dict[str, str], skip: str = "") -> Labels:
+    return tuple(sorted((k, v) for k, v in labels.items() if k != skip))
+
+
+def merged_buckets(rows: Iterable[list[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """Cumulative buckets of several label sets added up by bound."""
+    total: dict[float, float] = {}
+    for series in rows:
+        for bound, count in series:
+            total[bound] = total.get(bound, 0.0) + count
+    return sorted(total.items())
+
+
+def quantile(buckets: list[tuple[float, float]], q: float) -> float | None:
+    """Prometheus's histogram_quantile over cumulative (bound, count) pairs: linear inside the bucket
+    holding rank q*total; the +Inf bucket answers with the highest finite bound. None without samples."""
+    if not buckets:
+        return None
+    total = buckets[-1][1]
+    if total <= 0:
+        return None
+    rank = q * total
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            if count == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count)
+        lower_bound, lower_count = bound, count
+    return buckets[-1][0] if buckets[-1][0] != float("inf") else lower_bound
