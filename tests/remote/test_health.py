@@ -141,3 +141,14 @@ async def test_a_host_that_forbids_port_forwarding_is_unknown_with_the_fix_not_f
             await conn.close()
     assert health.verdict is Verdict.UNKNOWN and health.http.state is HttpState.UNREACHABLE
     assert "AllowTcpForwarding" in health.reason
+
+
+async def test_the_model_info_endpoint_is_the_releases_own(conn: Connection, http_port: int) -> None:
+    """0.5.6+ has /model_info (the old name logs a deprecation warning on every call): asked first; an
+    older release only has /get_model_info, asked first there (here it is missing, so /model_info next)."""
+    asked: dict[str, str] = {}
+    health = await probe(conn, http_port, process=RUNNING, version="0.5.23", endpoints=asked)
+    assert list(asked) == ["/health", "/model_info"] and health.model == "/models/Qwen3.6-27B"
+    old: dict[str, str] = {}
+    await probe(conn, http_port, process=RUNNING, version="0.5.5", endpoints=old)
+    assert old == {"/health": "200", "/get_model_info": "404", "/model_info": "200"}

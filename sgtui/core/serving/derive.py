@@ -39,17 +39,19 @@ def gauge_max(page: MetricsPage, name: str) -> float | None:
 
 def _rate(prev: MetricsPage, cur: MetricsPage, name: str, seconds: float) -> float | None:
     a, b = prev.total(name), cur.total(name)
-    if a is None or b is None or seconds <= 0:
+    if b is None or seconds <= 0:
         return None
+    if a is None:
+        a = 0.0  # a labelled counter appears on its first increment: it was 0 before
     return max(0.0, b - a) / seconds  # a restarted server's counter starts again: no negative rate
 
 
 def window_percentiles(prev: MetricsPage | None, cur: MetricsPage, name: str) -> Percentiles:
     """p50/p99 in ms of the observations between the two scrapes (None without new observations)."""
     now = cur.buckets.get(name)
-    if not now:
+    if not now or prev is None:
         return Percentiles()
-    before = prev.buckets.get(name, {}) if prev is not None else {}
+    before = prev.buckets.get(name, {})
     deltas = []
     for labels, rows in now.items():
         old = dict(before.get(labels, []))
