@@ -9,12 +9,34 @@ after sgl-project/sglang#15758) shows the same series as `sglang_NAME`. Both rea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
 PREFIXES = ("sglang:", "sglang_")
+# The series the serving view reads (derive.py). A busy server's page runs to hundreds of kB of series it
+# does not need (per-stage latencies, HiCache, grammar, LoRA, ...); prometheus_client's parser is pure
+# Python (~0.25 ms per kB), so only these families' TYPE, value and bucket lines are handed to it (no
+# HELP, `_sum`, `_count` or `_created`: nothing here reads them; bench/bench_metrics.py).
+WANTED = (
+    "num_running_reqs", "num_queue_reqs", "token_usage", "gen_throughput", "cache_hit_rate",
+    "spec_accept_length", "generation_tokens", "prompt_tokens", "cached_tokens", "num_retracted_reqs",
+    "num_retracted_requests", "time_to_first_token_seconds", "inter_token_latency_seconds",
+    "e2e_request_latency_seconds",
+)  # fmt: skip
+
+
+def _family_lines(names: Iterable[str]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(
+        rf"^(?:# TYPE )?sglang[:_](?:{alternatives})(?:_total|_bucket)?[ {{].*$",
+        re.MULTILINE,
+    )
+
+
+_WANTED_LINES = _family_lines(WANTED)
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -48,11 +70,14 @@ def _strip(name: str) -> str | None:
     return None
 
 
-def parse_metrics(text: str) -> MetricsPage:
-    """Every `sglang:` / `sglang_` sample of a Prometheus text page (other series are skipped).
+def parse_metrics(text: str, *, everything: bool = False) -> MetricsPage:
+    """The `sglang:` / `sglang_` samples of a Prometheus text page: the `WANTED` families (everything
+    with `everything=True`); other series are skipped.
 
     A malformed page raises ValueError (prometheus_client's own), which callers report as such."""
     page = MetricsPage()
+    if not everything:
+        text = "\n".join(m.group(0) for m in _WANTED_LINES.finditer(text)) + "\n"
     families = text_string_to_metric_families(text)
     for family in families:
         if _strip(family.name) is None:
