@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sgtui.commands.serving_run import ServedRun
     from sgtui.core.serving.bench import BenchReport
+    from sgtui.remote.loadgen import Progress
 
 HELP = "a bounded load test of a run's server: throughput, TTFT and ITL percentiles (--json for scripts)"
 
@@ -49,31 +50,17 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_bench(args))
 
 
-async def run_bench(served: ServedRun, args: argparse.Namespace, on_progress=None) -> BenchReport:  # type: ignore[no-untyped-def]
-    """The probe itself (sglang.bench_serving or the built-in client) and its saved report."""
-    import time
-
-    from sgtui.remote.loadgen import bench_serving_available, builtin_bench, save_report, sglang_bench
+async def run_bench(served: ServedRun, args: argparse.Namespace, on_progress: Progress | None) -> BenchReport:
+    from sgtui.remote.loadgen import load_probe
     from sgtui.remote.serving import run_port
 
-    port = run_port(served.record.argv)
-    kw = dict(requests=args.requests, concurrency=args.concurrency, input_len=args.input_len,
-              output_len=args.output_len, time_limit=args.time_limit)  # fmt: skip
-    target, conn = served.manager.target, served.conn
-    use_sglang = args.client == "sglang" or (
-        args.client == "auto" and await bench_serving_available(conn, target, served.python)
-    )
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    if use_sglang:
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        out = f"{served.record.run_dir}/bench-{stamp}.jsonl"
-        report = await sglang_bench(conn, target, served.python, port, served.address, out,
-                                    env=served.record.env, **kw)  # type: ignore[arg-type]  # fmt: skip
-    else:
-        report = await builtin_bench(conn, port, served.address, on_progress=on_progress, **kw)  # type: ignore[arg-type]
-    report.started = started
-    await save_report(conn, target, served.record.run_dir, report)
-    return report
+    record = served.record
+    return await load_probe(
+        served.conn, served.manager.target, record.run_dir, served.python, run_port(record.argv),
+        served.address, requests=args.requests, concurrency=args.concurrency, input_len=args.input_len,
+        output_len=args.output_len, time_limit=args.time_limit, client=args.client, env=record.env,
+        on_progress=on_progress,
+    )  # fmt: skip
 
 
 async def _bench(args: argparse.Namespace) -> int:

@@ -183,3 +183,45 @@ async def list_reports(conn: Transport, target: Target, run_dir: str) -> list[Be
         except (ValueError, TypeError):
             continue
     return out
+
+
+async def load_probe(
+    conn: Transport,
+    target: Target,
+    run_dir: str,
+    python: str,
+    port: int,
+    address: str,
+    *,
+    requests: int,
+    concurrency: int,
+    input_len: int,
+    output_len: int,
+    time_limit: float = 300.0,
+    client: str = "auto",
+    env: dict[str, str] | None = None,
+    on_progress: Progress | None = None,
+) -> BenchReport:
+    """`sgtui bench` and the TUI's `b`: sglang.bench_serving where the run's environment has it (client
+    "auto"; "sglang" insists, "builtin" never asks), else the built-in client; the report saved beside
+    the run."""
+    use_sglang = client == "sglang" or (
+        client == "auto" and await bench_serving_available(conn, target, python)
+    )
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if use_sglang:
+        out = f"{run_dir}/bench-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}.jsonl"
+        prepare = f"umask 077; : >> {shlex.quote(out)} && chmod 600 -- {shlex.quote(out)}"
+        await conn.run(target.script(prepare), timeout=30)  # bench_serving appends to it: private first
+        report = await sglang_bench(
+            conn, target, python, port, address, out, requests=requests, concurrency=concurrency,
+            input_len=input_len, output_len=output_len, time_limit=time_limit, env=env,
+        )  # fmt: skip
+    else:
+        report = await builtin_bench(
+            conn, port, address, requests=requests, concurrency=concurrency, input_len=input_len,
+            output_len=output_len, time_limit=time_limit, on_progress=on_progress,
+        )  # fmt: skip
+    report.started = started
+    await save_report(conn, target, run_dir, report)
+    return report

@@ -180,3 +180,23 @@ def test_bench_figures_as_bench_serving_computes_them() -> None:
     assert b.ok and b.tool == "sglang.bench_serving" and b.ttft_ms.p99 == 30.0 and b.e2e_ms.p50 == 300.0
     with pytest.raises(ValueError):
         report_from_bench_serving("", 20)
+
+
+def test_the_fast_path_reads_what_prometheus_client_reads() -> None:
+    """Plain lines go through a regex (the 2%-of-a-core budget); anything less plain (an escaped quote
+    in a label value) goes to prometheus_client's parser; both give the same page."""
+    server = Server(tp=2)
+    server.set(5, 2, 0.25)
+    server.gen.labels("m").inc(123)
+    for x in (0.05, 0.3, 7.0):
+        server.ttft.labels("m").observe(x)
+    text = server.page() + 'sglang:num_queue_reqs{model_name="1e-05 NaN",tp_rank="0",dp_rank="3"} 1e-05\n'
+    fast, slow = parse_metrics(text), parse_metrics(text, fast=False)
+    assert fast.buckets and fast.samples and fast == slow
+    odd = text + 'sglang:num_running_reqs{model_name="a \\"quoted\\" name",tp_rank="0"} 1.0\n'
+    assert parse_metrics(odd) == parse_metrics(odd, fast=False)
+    assert ("model_name", 'a "quoted" name') in [
+        kv for labels, _ in parse_metrics(odd).values("num_running_reqs") for kv in labels
+    ]
+    with pytest.raises(ValueError):
+        parse_metrics("sglang:num_running_reqs{broken 1\n")

@@ -70,29 +70,73 @@ def _strip(name: str) -> str | None:
     return None
 
 
-def parse_metrics(text: str, *, everything: bool = False) -> MetricsPage:
+_SAMPLE = re.compile(r"(sglang[:_][A-Za-z0-9_:]*)(?:\{([^{}\\]*)\})? (\S+)(?: -?\d+)?")
+_LABELS = re.compile(r'(?:[a-zA-Z_]\w*="[^"\\]*",?)*')
+_LABEL = re.compile(r'([a-zA-Z_]\w*)="([^"\\]*)"')
+
+
+def _plain_samples(text: str) -> list[tuple[str, dict[str, str], float]] | None:
+    """The samples of plain lines (no escapes in label values, one sample per line), as
+    prometheus_client reads them; None when any line is not that plain (then prometheus_client reads
+    the page: it is the parser of record, this is the measured fast path it agrees with, tests/core)."""
+    out = []
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        m = _SAMPLE.fullmatch(line)
+        if m is None:
+            return None
+        name, labels, value = m.groups()
+        if labels and _LABELS.fullmatch(labels) is None:
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        out.append((name, dict(_LABEL.findall(labels)) if labels else {}, number))
+    return out
+
+
+def _samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    plain = _plain_samples(text)
+    if plain is not None:
+        return plain
+    return [
+        (sample.name, dict(sample.labels), float(sample.value))
+        for family in text_string_to_metric_families(text)
+        if _strip(family.name) is not None
+        for sample in family.samples
+    ]
+
+
+def parse_metrics(text: str, *, everything: bool = False, fast: bool = True) -> MetricsPage:
     """The `sglang:` / `sglang_` samples of a Prometheus text page: the `WANTED` families (everything
-    with `everything=True`); other series are skipped.
+    with `everything=True`); other series are skipped. `fast=False` reads every line with
+    prometheus_client's parser (the reference the fast path is checked against).
 
     A malformed page raises ValueError (prometheus_client's own), which callers report as such."""
     page = MetricsPage()
     if not everything:
         text = "\n".join(m.group(0) for m in _WANTED_LINES.finditer(text)) + "\n"
-    families = text_string_to_metric_families(text)
-    for family in families:
-        if _strip(family.name) is None:
+    if fast:
+        samples = _samples(text)
+    else:
+        samples = [
+            (sample.name, dict(sample.labels), float(sample.value))
+            for family in text_string_to_metric_families(text)
+            if _strip(family.name) is not None
+            for sample in family.samples
+        ]
+    for sample_name, sample_labels, value in samples:
+        name = _strip(sample_name)
+        if name is None:
             continue
-        for sample in family.samples:
-            name = _strip(sample.name)
-            if name is None:
-                continue
-            if name.endswith("_bucket") and "le" in sample.labels:
-                labels = _labels(sample.labels, skip="le")
-                bound = float(sample.labels["le"])
-                rows = page.buckets.setdefault(name[: -len("_bucket")], {}).setdefault(labels, [])
-                rows.append((bound, float(sample.value)))
-                continue
-            page.samples.setdefault(name, []).append((_labels(sample.labels), float(sample.value)))
+        if name.endswith("_bucket") and "le" in sample_labels:
+            labels = _labels(sample_labels, skip="le")
+            bound = float(sample_labels["le"])
+            page.buckets.setdefault(name[: -len("_bucket")], {}).setdefault(labels, []).append((bound, value))
+            continue
+        page.samples.setdefault(name, []).append((_labels(sample_labels), value))
     for per_labels in page.buckets.values():
         for rows in per_labels.values():
             rows.sort()
