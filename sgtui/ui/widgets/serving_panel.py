@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from sgtui.core.ages import age_text
 from sgtui.core.serving.state import Percentiles
@@ -33,16 +33,21 @@ def _ms(p: Percentiles) -> str:
     return f"{f(p.p50)}/{f(p.p99)}"
 
 
-def _predicted(session: RunSession) -> tuple[Any, Any]:
-    """max_running_requests and KV tokens: the fit's prediction, else what the log said."""
+def _sizes(session: RunSession) -> list[tuple[str, Any, Any]]:
+    """(label, as the log says, as the fit predicted) for max_running_requests and the KV tokens."""
     predicted = session.predicted or {}
-    mrr, kv = predicted.get("max_running_requests"), predicted.get("max_total_num_tokens")
-    if mrr is None or kv is None:
-        node = session.nodes.get(0)
-        facts = node.tracker.state.facts if node is not None else {}
-        mrr = mrr if mrr is not None else facts.get("max_running_requests")
-        kv = kv if kv is not None else facts.get("max_total_num_tokens")
-    return mrr, kv
+    node = session.nodes.get(0)
+    facts = node.tracker.state.facts if node is not None else {}
+    return [
+        ("max running req", facts.get("max_running_requests"), predicted.get("max_running_requests")),
+        ("KV tokens", facts.get("max_total_num_tokens"), predicted.get("max_total_num_tokens")),
+    ]
+
+
+def _count(x: Any) -> str:
+    if not isinstance(x, int | float):
+        return "?"
+    return f"{int(x):,}" if x > 0 else "none"
 
 
 def serving_text(session: RunSession, now: float, width: int) -> Text:
@@ -60,26 +65,34 @@ def serving_text(session: RunSession, now: float, width: int) -> Text:
         text.append(s.note or "waiting for the first numbers", style="dim")
         text.append("\n")
     else:
-        w = max(6, width - 16)
+        w = max(6, width - 15)
         n = len(s.history.snapshots)
-        top = s.tokens_scale
-        gen = "-" if snap.gen_tokens_per_s is None else f"{snap.gen_tokens_per_s:,.0f}"
-        text.append(f"{'tok/s':<6}{gen:>7} ")
-        text.append(spark(s.history.series("gen_tokens_per_s", n), top, w), style="cyan")
-        text.append(f"\n{'':<6}{'/' + format(top, ',.0f'):>7}\n", style="dim")
-        scale = s.requests_scale(session.predicted)
-        run_q = "+".join("-" if x is None else str(x) for x in (snap.running, snap.queued))
-        text.append(f"{'run+q':<6}{run_q:>7} ")
-        text.append(spark(s.history.series("running", n), scale, w), style="green")
-        text.append(f"\n{'queue':<6}{'/' + str(scale):>7} ")
-        text.append(spark(s.history.series("queued", n), scale, w), style="yellow")
-        kv = "-" if snap.kv_usage is None else f"{100 * snap.kv_usage:.0f}%"
-        text.append(f"\n{'KV':<6}{kv:>7} ")
+        top, scale = s.tokens_scale, s.requests_scale(session.predicted)
+
+        def row(label: str, value: str, attr: str, top: float, style: str) -> None:
+            text.append(f"{label:<7}{value:>7} ")
+            text.append(spark(s.history.series(attr, n), top, w), style=style)
+            text.append("\n")
+
+        def num(x: float | None, fmt: str = "{:,.0f}") -> str:
+            return "-" if x is None else fmt.format(x)
+
+        row("tok/s", num(snap.gen_tokens_per_s), "gen_tokens_per_s", top, "cyan")
+        row("running", num(snap.running), "running", scale, "green")
+        row("queued", num(snap.queued), "queued", scale, "yellow")
         kv_style = "bold red" if (snap.kv_usage or 0) >= 0.95 else "magenta"
-        text.append(spark(s.history.series("kv_usage", n), 1.0, w), style=kv_style)
-        text.append("\n")
-        if snap.ttft_ms.p50 is not None or snap.itl_ms.p50 is not None:
-            text.append(f"TTFT {_ms(snap.ttft_ms)} ITL {_ms(snap.itl_ms)} ms p50/p99\n", style="dim")
+        row(
+            "KV",
+            num(None if snap.kv_usage is None else 100 * snap.kv_usage, "{:.0f}%"),
+            "kv_usage",
+            1.0,
+            kv_style,
+        )
+        text.append(f"scale {top:,.0f} tok/s, {scale} req\n", style="dim")
+        if snap.ttft_ms.p50 is not None:
+            text.append(f"TTFT {_ms(snap.ttft_ms)} ms p50/p99\n", style="dim")
+        if snap.itl_ms.p50 is not None:
+            text.append(f"ITL  {_ms(snap.itl_ms)} ms\n", style="dim")
         if snap.spec_accept_length is not None:
             text.append(f"accept length {snap.spec_accept_length:.2f}\n", style="dim")
         if s.note and snap.source == "log":
@@ -100,38 +113,43 @@ def _bench_text(session: RunSession) -> Text:
     text = Text()
     b = s.bench
     if b.running:
-        text.append(f"load probe: {b.done}/{b.total} requests (esc cancels)\n", style="bold cyan")
+        text.append(f"probe {b.done}/{b.total} · esc cancels\n", style="bold cyan")
     elif b.error:
         text.append(f"load probe: {b.error}\n", style="bold red")
     r = s.report
     if r is not None:
         rate = "-" if r.output_tokens_per_s is None else f"{r.output_tokens_per_s:,.0f}"
-        text.append(f"last probe ({r.tool}): {r.completed}/{r.requests}, c={r.concurrency or '?'}\n")
-        text.append(f"  {rate} out tok/s · TTFT {_ms(r.ttft_ms)} · ITL {_ms(r.itl_ms)} ms\n", style="dim")
-    mrr, kv = _predicted(session)
+        text.append(f"last probe {r.completed}/{r.requests} c={r.concurrency or '?'} {r.tool}\n")
+        text.append(f"  {rate} out tok/s\n  TTFT {_ms(r.ttft_ms)} ITL {_ms(r.itl_ms)} ms\n", style="dim")
     if r is not None or b.running:
-        mrr_text = f"{mrr:,}" if isinstance(mrr, int) else "?"
-        kv_text = f"{kv:,}" if isinstance(kv, int) else "?"
-        text.append(f"  vs max running req {mrr_text} · KV tokens {kv_text}\n", style="dim")
-    elif not b.running:
+        for label, actual, predicted in _sizes(session):
+            text.append(f"  {label} {_count(actual)}", style="dim")
+            text.append(f" (fit {_count(predicted)})\n" if predicted is not None else "\n", style="dim")
+    else:
         text.append("b: load probe", style="dim")
     return text
 
 
-class ServingPanel(Static):
+class ServingPanel(Widget):
     DEFAULT_CSS = """
     ServingPanel { height: auto; margin-bottom: 1; }
     ServingPanel.-hidden { display: none; }
     """
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__("", **kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)  # type: ignore[arg-type]
         self.session: RunSession | None = None
+        self.now = 0.0
         self.add_class("-hidden")
 
     def show(self, session: RunSession | None, now: float) -> None:
-        self.session = session
+        self.session, self.now = session, now
         visible = session is not None and session.serving.shown
         self.set_class(not visible, "-hidden")
-        if visible and session is not None:
-            self.update(serving_text(session, now, self.size.width or 30))
+        if visible:
+            self.refresh(layout=True)
+
+    def render(self) -> Text:
+        if self.session is None or not self.session.serving.shown:
+            return Text()
+        return serving_text(self.session, self.now, self.content_size.width or 28)
