@@ -121,7 +121,7 @@ async def test_a_ready_run_is_polled_shows_its_rate_and_runs_a_probe_that_esc_ca
 
         await pilot.press("b")
         await wait_for(pilot, lambda: session.serving.bench.done == 3, what="the probe's progress")
-        assert "load probe: 3/20" in str(panel.render())
+        assert "probe 3/20 · esc cancels" in str(panel.render())
         await pilot.press("escape")
         await wait_for(pilot, lambda: not session.serving.bench.running, what="the probe cancelled")
         assert session.serving.bench.error == "cancelled" and session.serving.report is None
@@ -129,6 +129,6 @@ async def test_a_ready_run_is_polled_shows_its_rate_and_runs_a_probe_that_esc_ca
         fake.probe_gate.set()  # the next probe finishes: its report is kept and shown
         await pilot.press("b")
         await wait_for(pilot, lambda: session.serving.report is not None, what="the report")
-        assert "last probe (sgtui): 20/20" in str(panel.render())
+        assert "last probe 20/20 c=4 sgtui" in str(panel.render())
         assert "max running req 8 (fit 48)" in str(panel.render())  # the log's, the fit's beside it
         assert fake.probes == [session.key, session.key]
