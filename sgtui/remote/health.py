@@ -11,6 +11,7 @@ import enum
 import ipaddress
 import json
 import shlex
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +61,17 @@ class Health:
 
 
 async def http_get(
-    conn: Transport, port: int, path: str, *, host: str = "127.0.0.1", timeout: float = 5.0
+    conn: Transport,
+    port: int,
+    path: str,
+    *,
+    host: str = "127.0.0.1",
+    timeout: float = 5.0,
+    gzip: bool = False,
 ) -> HttpProbe:
-    """A plain HTTP/1.0 GET to host:port as seen from the remote machine."""
+    """A plain HTTP/1.0 GET to host:port as seen from the remote machine. `gzip` asks for a compressed
+    answer (SGLang's /metrics is prometheus_client's ASGI app, which compresses when asked: a 200 kB page
+    crosses the SSH channel as ~20 kB) and inflates it."""
     try:
         reader, writer = await asyncio.wait_for(conn.open_connection(host, port), timeout)
     except TimeoutError:
@@ -80,7 +89,8 @@ async def http_get(
     except (RemoteError, asyncssh.Error, OSError) as exc:
         return HttpProbe(HttpState.UNREACHABLE, detail=str(exc))
     try:
-        request = f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+        extra = "Accept-Encoding: gzip\r\n" if gzip else ""
+        request = f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nConnection: close\r\n{extra}\r\n"
         writer.write(request.encode("ascii"))
         raw = await asyncio.wait_for(reader.read(1 << 20), timeout)
         chunks = [raw]
@@ -106,6 +116,9 @@ def parse_http_response(data: bytes) -> HttpProbe:
     if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
         return HttpProbe(HttpState.ERROR, detail=f"not an HTTP answer: {status_line[:80]!r}")
     status = int(parts[1])
+    if b"\r\ncontent-encoding: gzip" in head.lower():
+        inflate = zlib.decompressobj(wbits=31)
+        body = inflate.decompress(body, MAX_RESPONSE)
     text = body.decode("utf-8", "replace")
     return HttpProbe(HttpState.OK if status == 200 else HttpState.ERROR, status, text, status_line)
 

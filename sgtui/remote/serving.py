@@ -42,7 +42,9 @@ class ServingReader:
     async def scrape(self) -> ServingSnapshot | None:
         """The snapshot since the last scrape; None when /metrics did not answer with a page (the reason
         in `last_error`: a 404 means the server runs without --enable-metrics)."""
-        got = await http_get(self.conn, self.port, "/metrics", host=self.host, timeout=self.timeout)
+        got = await http_get(
+            self.conn, self.port, "/metrics", host=self.host, timeout=self.timeout, gzip=True
+        )
         self.last_status = answer_word(got)
         if got.state is not HttpState.OK:
             self.last_error = (

@@ -6,6 +6,7 @@ streamed (SSE, `data: ...` then `data: [DONE]`) or not, served by `serving_engin
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import json
 import socket
@@ -74,7 +75,7 @@ def make_http_server(
                     log_line("Health check failed. Server couldn't get a response from detokenizer")
                 self._send(200 if ok else 503, b"")
             elif path == "/metrics" and (text := engine.metrics_text()) is not None:
-                self._send(200, text, "text/plain; version=0.0.4; charset=utf-8")
+                self._metrics(text)
             elif path in get_routes:
                 if path in deprecated and deprecated[path] != path:
                     log_line(
@@ -84,6 +85,20 @@ def make_http_server(
                 self._send(*get_routes[path]())
             else:
                 self._send(404, NOT_FOUND)
+
+        def _metrics(self, text: bytes) -> None:
+            """As prometheus_client's ASGI app (SGLang's /metrics): gzip when the client accepts it."""
+            from prometheus_client.exposition import gzip_accepted
+
+            zipped = gzip_accepted(self.headers.get("accept-encoding", ""))
+            body = gzip.compress(text) if zipped else text
+            self.send_response(200)
+            self.send_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+            if zipped:
+                self.send_header("content-encoding", "gzip")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
