@@ -175,3 +175,95 @@ async def stream_events(
     finally:
         with contextlib.suppress(Exception):
             writer.close()
+
+
+class KeptConnection:
+    """GETs over one kept HTTP/1.1 connection (one direct-tcpip channel for many requests: the 1 Hz
+    `/metrics` poll opens no channel per scrape). Any failure closes it; the next GET opens a fresh one
+    and a request that failed on a reused channel (the server closed it while idle) is retried once."""
+
+    def __init__(self, conn: Transport, host: str, port: int, timeout: float = 5.0) -> None:
+        self.conn = conn
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self._rw: tuple[Any, Any] | None = None
+        self._buf = b""
+
+    async def get(
+        self, path: str, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """(status, headers, body); HttpError when no answer came."""
+        for attempt in (0, 1):
+            reused = self._rw is not None
+            try:
+                return await asyncio.wait_for(self._get(path, headers or {}), self.timeout)
+            except (HttpError, TimeoutError, asyncssh.Error, OSError) as exc:
+                self.close()
+                if not reused or attempt:
+                    raise HttpError(str(exc) or f"GET {path}: no answer in {self.timeout:g} s") from None
+        raise HttpError(f"GET {path}: no answer")  # not reached
+
+    async def _get(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        if self._rw is None:
+            self._rw = await _open(self.conn, self.host, self.port, self.timeout)
+            self._buf = b""
+        reader, writer = self._rw
+        extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{extra}\r\n".encode("latin-1"))
+        while b"\r\n\r\n" not in self._buf:
+            await self._more(reader)
+        head, _, self._buf = self._buf.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split()
+        if len(parts) < 2 or not parts[1].isdigit():
+            raise HttpError(f"not an HTTP answer: {lines[0][:80]!r}")
+        got = {n.strip().lower(): v.strip() for n, _, v in (line.partition(":") for line in lines[1:])}
+        if "content-length" in got:
+            size = int(got["content-length"])
+            while len(self._buf) < size:
+                await self._more(reader)
+            body, self._buf = self._buf[:size], self._buf[size:]
+        elif "chunked" in got.get("transfer-encoding", "").lower():
+            body = await self._chunks(reader)
+        else:  # close-delimited: read to the end, and the connection is spent
+            while await self._more(reader, eof_ok=True):
+                pass
+            body, self._buf = self._buf, b""
+            self.close()
+        if got.get("connection", "").lower() == "close":
+            self.close()
+        return int(parts[1]), got, body
+
+    async def _chunks(self, reader: Any) -> bytes:
+        body = b""
+        while True:
+            while b"\r\n" not in self._buf:
+                await self._more(reader)
+            size_line, _, self._buf = self._buf.partition(b"\r\n")
+            size = int(size_line.split(b";")[0].strip() or b"0", 16)
+            while len(self._buf) < size + 2:
+                await self._more(reader)
+            if size == 0:
+                self._buf = self._buf.partition(b"\r\n")[2]  # the empty trailer
+                return body
+            body += self._buf[:size]
+            self._buf = self._buf[size + 2 :]
+
+    async def _more(self, reader: Any, eof_ok: bool = False) -> bool:
+        chunk = await reader.read(65536)
+        if not chunk:
+            if eof_ok:
+                return False
+            raise HttpError("the connection closed mid-answer")
+        self._buf += chunk
+        if len(self._buf) > 8 * MAX_EVENT:
+            raise HttpError("an answer over 8 MiB: not a /metrics page")
+        return True
+
+    def close(self) -> None:
+        if self._rw is not None:
+            with contextlib.suppress(Exception):
+                self._rw[1].close()
+        self._rw = None
+        self._buf = b""

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import shlex
 import time
+import zlib
 from typing import TYPE_CHECKING
 
 from sgtui.core.serving.derive import MetricsDeriver
 from sgtui.core.serving.loglines import LogServingReader
 from sgtui.core.serving.state import ServingSnapshot, ServingStatus, SmokeResult
-from sgtui.remote.health import HttpState, Verdict, answer_word, http_get, probe
-from sgtui.remote.http_stream import HttpError, post_json
+from sgtui.remote.health import MAX_RESPONSE, Verdict, probe
+from sgtui.remote.http_stream import HttpError, KeptConnection, post_json
 
 if TYPE_CHECKING:
     from sgtui.remote.connection import Transport
@@ -36,30 +37,38 @@ class ServingReader:
         self.host = host
         self.timeout = timeout
         self.deriver = MetricsDeriver()
+        self.http = KeptConnection(conn, host, port, timeout)
         self.last_error: str | None = None
         self.last_status: str | None = None
 
     async def scrape(self) -> ServingSnapshot | None:
         """The snapshot since the last scrape; None when /metrics did not answer with a page (the reason
         in `last_error`: a 404 means the server runs without --enable-metrics)."""
-        got = await http_get(
-            self.conn, self.port, "/metrics", host=self.host, timeout=self.timeout, gzip=True
-        )
-        self.last_status = answer_word(got)
-        if got.state is not HttpState.OK:
+        try:
+            status, headers, body = await self.http.get("/metrics", {"Accept-Encoding": "gzip"})
+        except HttpError as exc:
+            self.last_status, self.last_error = "failed", f"/metrics: {exc}"
+            return None
+        self.last_status = str(status)
+        if status != 200:
             self.last_error = (
                 "no /metrics: the server runs without --enable-metrics"
-                if got.status == 404
-                else f"/metrics: {got.detail or got.state.value}"
+                if status == 404
+                else f"/metrics answered HTTP {status}"
             )
             return None
         try:
-            snap = self.deriver.feed(got.body, time.monotonic())
-        except ValueError as exc:
+            if headers.get("content-encoding", "").lower() == "gzip":
+                body = zlib.decompressobj(wbits=31).decompress(body, MAX_RESPONSE)
+            snap = self.deriver.feed(body.decode("utf-8", "replace"), time.monotonic())
+        except (ValueError, zlib.error) as exc:
             self.last_error = f"/metrics is not a Prometheus page: {exc}"
             return None
         self.last_error = None
         return snap
+
+    def close(self) -> None:
+        self.http.close()
 
     async def smoke(self, timeout: float = 30.0) -> SmokeResult:
         """One short completion on /generate: how long it took, or why it failed."""
@@ -149,6 +158,7 @@ async def read_status(
         await asyncio.sleep(window_s)
         metrics = await reader.scrape()
         endpoints["/metrics"] = reader.last_status or "?"
+        reader.close()
     if metrics is None and status.state.value == "running":
         metrics = await log_snapshot(conn, manager, run)
     return ServingStatus(run.id, word, reason, endpoints, smoke, metrics)  # type: ignore[arg-type]
