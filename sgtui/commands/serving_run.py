@@ -23,7 +23,9 @@ class ServedRun:
 
     @property
     def python(self) -> str:
-        return self.record.argv[0]
+        from sgtui.remote.serving import python_of
+
+        return python_of(self.record.argv)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +52,7 @@ async def open_run(args: argparse.Namespace, command: str) -> ServedRun | int:
     from sgtui.core.errors import UserError
     from sgtui.remote.connection import RemoteError
     from sgtui.remote.health import service_address
+    from sgtui.remote.serving import python_of
     from sgtui.remote.targets import sglang_version
 
     place = resolve_place(args)
@@ -68,7 +71,7 @@ async def open_run(args: argparse.Namespace, command: str) -> ServedRun | int:
         manager.refuse(record, command)
         address = await service_address(conn, manager.target)
         try:
-            version = await sglang_version(conn, manager.target, record.argv[0])
+            version = await sglang_version(conn, manager.target, python_of(record.argv))
         except (RemoteError, UserError):
             version = None  # the release's endpoint names are then tried newest first
     except Exception:

@@ -117,6 +117,14 @@ def argv_value(argv: list[str], flag: str) -> str | None:
     return None
 
 
+def python_of(argv: list[str]) -> str:
+    """The run's interpreter: argv[0], or for `sglang serve` (0.5.23's preferred form: the console
+    script) the `python` beside it in the same environment's bin/."""
+    first = argv[0] if argv else ""
+    head, _, name = first.rpartition("/")
+    return f"{head}/python" if name == "sglang" and head else first
+
+
 def run_port(argv: list[str]) -> int:
     value = argv_value(argv, "--port")
     return int(value) if value and value.isdigit() else 30000

@@ -63,11 +63,13 @@ class ServingBackend:
         """The load probe (sglang.bench_serving on the target where it runs, else the built-in client),
         its report saved beside the run."""
         from sgtui.remote.loadgen import load_probe
+        from sgtui.remote.serving import python_of
 
         reader = await self._reader(run)
         record, manager = self._record_manager(run)
         return await load_probe(
-            self._conn(run.host), manager.target, record.run_dir, record.argv[0], reader.port, reader.host,
+            self._conn(run.host), manager.target, record.run_dir, python_of(record.argv), reader.port,
+            reader.host,
             requests=requests, concurrency=concurrency, input_len=input_len, output_len=output_len,
             env=dict(record.env), on_progress=on_progress,
         )  # fmt: skip
