@@ -75,38 +75,62 @@ _LABELS = re.compile(r'(?:[a-zA-Z_]\w*="[^"\\]*",?)*')
 _LABEL = re.compile(r'([a-zA-Z_]\w*)="([^"\\]*)"')
 
 
-def _plain_samples(text: str) -> list[tuple[str, dict[str, str], float]] | None:
+Sample = tuple[str, Labels, float | None, float]  # name, labels but `le`, the bucket bound, value
+_LABEL_CACHE: dict[str, tuple[Labels, float | None] | None] = {}  # a server's label sets repeat each scrape
+
+
+def _plain_labels(raw: str) -> tuple[Labels, float | None] | None:
+    hit = _LABEL_CACHE.get(raw, False)
+    if hit is not False:
+        return hit  # type: ignore[return-value]
+    parsed: tuple[Labels, float | None] | None = None
+    if _LABELS.fullmatch(raw) is not None:
+        pairs = dict(_LABEL.findall(raw))
+        le = pairs.pop("le", None)
+        try:
+            parsed = (tuple(sorted(pairs.items())), None if le is None else float(le))
+        except ValueError:
+            parsed = None
+    if len(_LABEL_CACHE) > 20_000:
+        _LABEL_CACHE.clear()
+    _LABEL_CACHE[raw] = parsed
+    return parsed
+
+
+def _plain_samples(lines: Iterable[str]) -> list[Sample] | None:
     """The samples of plain lines (no escapes in label values, one sample per line), as
     prometheus_client reads them; None when any line is not that plain (then prometheus_client reads
     the page: it is the parser of record, this is the measured fast path it agrees with, tests/core)."""
-    out = []
-    for line in text.splitlines():
+    out: list[Sample] = []
+    for line in lines:
         if not line or line[0] == "#":
             continue
         m = _SAMPLE.fullmatch(line)
         if m is None:
             return None
-        name, labels, value = m.groups()
-        if labels and _LABELS.fullmatch(labels) is None:
-            return None
+        name, raw, value = m.groups()
+        labels = _plain_labels(raw) if raw else ((), None)
+        if labels is None or (labels[1] is not None and not name.endswith("_bucket")):
+            return None  # an `le` outside a histogram's buckets: prometheus_client's reading
         try:
-            number = float(value)
+            out.append((name, labels[0], labels[1], float(value)))
         except ValueError:
             return None
-        out.append((name, dict(_LABEL.findall(labels)) if labels else {}, number))
     return out
 
 
-def _samples(text: str) -> list[tuple[str, dict[str, str], float]]:
-    plain = _plain_samples(text)
-    if plain is not None:
-        return plain
-    return [
-        (sample.name, dict(sample.labels), float(sample.value))
-        for family in text_string_to_metric_families(text)
-        if _strip(family.name) is not None
-        for sample in family.samples
-    ]
+def _client_samples(text: str) -> list[Sample]:
+    out: list[Sample] = []
+    for family in text_string_to_metric_families(text):
+        if _strip(family.name) is None:
+            continue
+        for sample in family.samples:
+            bucket = sample.name.endswith("_bucket") and "le" in sample.labels
+            le = float(sample.labels["le"]) if bucket else None
+            out.append(
+                (sample.name, _labels(sample.labels, skip="le" if bucket else ""), le, float(sample.value))
+            )
+    return out
 
 
 def parse_metrics(text: str, *, everything: bool = False, fast: bool = True) -> MetricsPage:
@@ -116,27 +140,18 @@ def parse_metrics(text: str, *, everything: bool = False, fast: bool = True) -> 
 
     A malformed page raises ValueError (prometheus_client's own), which callers report as such."""
     page = MetricsPage()
-    if not everything:
-        text = "\n".join(m.group(0) for m in _WANTED_LINES.finditer(text)) + "\n"
-    if fast:
-        samples = _samples(text)
-    else:
-        samples = [
-            (sample.name, dict(sample.labels), float(sample.value))
-            for family in text_string_to_metric_families(text)
-            if _strip(family.name) is not None
-            for sample in family.samples
-        ]
-    for sample_name, sample_labels, value in samples:
+    lines = text.splitlines() if everything else _WANTED_LINES.findall(text)
+    samples = _plain_samples(lines) if fast else None
+    if samples is None:
+        samples = _client_samples("\n".join(lines) + "\n")
+    for sample_name, labels, le, value in samples:
         name = _strip(sample_name)
         if name is None:
             continue
-        if name.endswith("_bucket") and "le" in sample_labels:
-            labels = _labels(sample_labels, skip="le")
-            bound = float(sample_labels["le"])
-            page.buckets.setdefault(name[: -len("_bucket")], {}).setdefault(labels, []).append((bound, value))
+        if le is not None:
+            page.buckets.setdefault(name[: -len("_bucket")], {}).setdefault(labels, []).append((le, value))
             continue
-        page.samples.setdefault(name, []).append((_labels(sample_labels), value))
+        page.samples.setdefault(name, []).append((labels, value))
     for per_labels in page.buckets.values():
         for rows in per_labels.values():
             rows.sort()
@@ -144,6 +159,7 @@ def parse_metrics(text: str, *, everything: bool = False, fast: bool = True) -> 
 
 
 def _labels(labels: dict[str, str], skip: str = "") -> Labels:
+    """Sorted (name, value) pairs, `skip` left out."""
     return tuple(sorted((k, v) for k, v in labels.items() if k != skip))
 
 
