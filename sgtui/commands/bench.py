@@ -99,6 +99,8 @@ async def _bench(args: argparse.Namespace) -> int:
         await served.conn.close()
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
+        for error in report.errors:
+            print(f"sgtui bench: {error}", file=sys.stderr)
     else:
         print(report_line(report))
         for error in report.errors:

@@ -35,21 +35,24 @@ if TYPE_CHECKING:
 REPORT_GLOB = "bench-*.json"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 Progress = Callable[[int, int], None]  # (finished, total)
+PROMPT_WORDS = ("the", "of", "and", "to", "in", "is", "it", "that", "for", "on", "with", "as", "was", "at")
 
 
 async def one_request(
     conn: Transport, port: int, host: str, input_len: int, output_len: int, timeout: float
 ) -> RequestTiming:
-    """One streamed /generate of `input_len` random token ids and exactly `output_len` new tokens."""
+    """One streamed /generate of a prompt of about `input_len` tokens (words drawn at random: token ids
+    would have to fit a vocabulary this side does not know; the server's `prompt_tokens` is the count
+    kept) and exactly `output_len` new tokens."""
     body = {
-        "input_ids": [random.randint(100, 999) for _ in range(input_len)],
+        "text": " ".join(random.choice(PROMPT_WORDS) for _ in range(input_len)),
         "sampling_params": {"max_new_tokens": output_len, "temperature": 0, "ignore_eos": True},
         "stream": True,
     }
     start = time.monotonic()
     first = last = None
     itls: list[float] = []
-    tokens = 0
+    tokens, prompt_tokens = 0, input_len
     try:
         async for at, event in stream_events(conn, port, "/generate", body, host=host, timeout=timeout):
             meta = event.get("meta_info") if isinstance(event, dict) else None
@@ -60,11 +63,14 @@ async def one_request(
             last = at
             if isinstance(meta, dict) and isinstance(meta.get("completion_tokens"), int):
                 tokens = meta["completion_tokens"]
+                prompt_tokens = meta.get("prompt_tokens", prompt_tokens)
     except HttpError as exc:
         return RequestTiming(False, input_len, error=str(exc))
     if first is None or last is None:
         return RequestTiming(False, input_len, error="the stream ended without a token")
-    return RequestTiming(True, input_len, tokens or len(itls) + 1, first - start, tuple(itls), last - start)
+    return RequestTiming(
+        True, prompt_tokens, tokens or len(itls) + 1, first - start, tuple(itls), last - start
+    )
 
 
 async def builtin_bench(
