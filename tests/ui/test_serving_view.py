@@ -132,3 +132,13 @@ async def test_a_ready_run_is_polled_shows_its_rate_and_runs_a_probe_that_esc_ca
         assert "last probe 20/20 c=4 sgtui" in str(panel.render())
         assert "max running req 8 (fit 48)" in str(panel.render())  # the log's, the fit's beside it
         assert fake.probes == [session.key, session.key]
+
+
+@pytest.mark.parametrize("version", ["0.4.6", "0.5.9", "0.5.23"])
+def test_the_launch_form_offers_enable_metrics_with_its_help(version: str) -> None:
+    """The serving numbers come from /metrics only with --enable-metrics: the form has it, SGLang's help
+    beside it, as a switch."""
+    from sgtui.ui.catalogue import flag_catalogue
+
+    info = flag_catalogue(version)["--enable-metrics"]
+    assert info.kind == "bool" and "prometheus metrics" in info.help.lower()
