@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import random
 import shlex
@@ -50,27 +51,38 @@ async def one_request(
         "stream": True,
     }
     start = time.monotonic()
-    first = last = None
-    itls: list[float] = []
+    arrivals: list[tuple[float, int]] = []  # (when a read brought events, the tokens they carried so far)
     tokens, prompt_tokens = 0, input_len
     try:
         async for at, event in stream_events(conn, port, "/generate", body, host=host, timeout=timeout):
             meta = event.get("meta_info") if isinstance(event, dict) else None
-            if first is None:
-                first = at
-            elif last is not None:
-                itls.append(at - last)
-            last = at
             if isinstance(meta, dict) and isinstance(meta.get("completion_tokens"), int):
                 tokens = meta["completion_tokens"]
                 prompt_tokens = meta.get("prompt_tokens", prompt_tokens)
+            else:
+                tokens += 1
+            if arrivals and arrivals[-1][0] == at:
+                arrivals[-1] = (at, tokens)  # the same read: one chunk
+            else:
+                arrivals.append((at, tokens))
     except HttpError as exc:
         return RequestTiming(False, input_len, error=str(exc))
-    if first is None or last is None:
+    if not arrivals:
         return RequestTiming(False, input_len, error="the stream ended without a token")
     return RequestTiming(
-        True, prompt_tokens, tokens or len(itls) + 1, first - start, tuple(itls), last - start
+        True, prompt_tokens, tokens, arrivals[0][0] - start, chunk_itls(arrivals), arrivals[-1][0] - start
     )
+
+
+def chunk_itls(arrivals: list[tuple[float, int]]) -> tuple[float, ...]:
+    """Inter-token latencies as bench_serving counts them (benchmark/serving.py, the sglang backend):
+    each chunk's gap since the previous one, spread over the tokens it brought. Events that arrived in
+    one read are one chunk (the SSH channel and TCP coalesce them)."""
+    itls: list[float] = []
+    for (t0, n0), (t1, n1) in itertools.pairwise(arrivals):
+        if n1 > n0:
+            itls.extend([(t1 - t0) / (n1 - n0)] * (n1 - n0))
+    return tuple(itls)
 
 
 async def builtin_bench(

@@ -52,6 +52,8 @@ def make_http_server(
     if rules.model_info_path != "/get_model_info":
         get_routes[rules.model_info_path] = get_routes["/get_model_info"]
         get_routes[rules.server_info_path] = get_routes["/get_server_info"]
+    excluded = values.get("--uvicorn-access-log-exclude-prefixes") or ()
+    quiet = tuple([excluded] if isinstance(excluded, str) else [str(p) for p in excluded if p])
     deprecated = {"/get_model_info": rules.model_info_path, "/get_server_info": rules.server_info_path}
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -181,6 +183,8 @@ def make_http_server(
             self.wfile.flush()
 
         def log_message(self, format: str, *args: Any) -> None:
+            if quiet and self.path.startswith(quiet):  # --uvicorn-access-log-exclude-prefixes
+                return
             host, port = self.client_address[:2]
             code = str(args[1]) if len(args) > 1 else ""
             reason = {"200": "OK", "404": "Not Found", "503": "Service Unavailable"}.get(code, "")

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from sgtui.remote.serving import ServingReader
 
 NO_METRICS = "no /metrics (launched without --enable-metrics): numbers from the log"
+# SGLang's uvicorn logs every request: a 1 Hz poll adds a line a second to the run's log; the releases
+# whose flag table has --uvicorn-access-log-exclude-prefixes can drop them
+QUIET_HINT = "each poll logs a line: --uvicorn-access-log-exclude-prefixes /metrics hides them"
 
 
 class ServingBackend:
@@ -51,6 +54,8 @@ class ServingBackend:
             return None, NO_METRICS
         reader = await self._reader(run)
         snap = await reader.scrape()
+        if snap is not None and "--uvicorn-access-log-exclude-prefixes" not in record.argv:
+            return snap, QUIET_HINT
         return snap, reader.last_error
 
     async def smoke(self, run: RunView) -> SmokeResult:

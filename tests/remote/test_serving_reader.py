@@ -60,3 +60,30 @@ async def test_a_server_without_metrics_says_so(conn: Connection, served: tuple[
     smoke = await reader.smoke()
     assert smoke.ok and smoke.seconds is not None
     reader.close()
+
+
+def test_inter_token_latency_is_spread_over_each_chunks_tokens_as_bench_serving_does() -> None:
+    """Events that came in one read are one chunk: its gap is shared by its tokens, never a 0 ms ITL."""
+    from sgtui.remote.loadgen import chunk_itls
+
+    assert chunk_itls([(0.0, 1), (0.01, 2), (0.04, 5)]) == pytest.approx((0.01, 0.01, 0.01, 0.01))
+    assert chunk_itls([(0.0, 1)]) == () and chunk_itls([(0.0, 1), (0.5, 1)]) == ()
+
+
+async def test_the_access_log_leaves_out_excluded_prefixes(conn: Connection) -> None:
+    """SGLang's --uvicorn-access-log-exclude-prefixes /metrics keeps the 1 Hz poll out of the run's log;
+    the stand-in does the same."""
+    lines: list[str] = []
+    port = free_port()
+    values = {"--enable-metrics": True, "--uvicorn-access-log-exclude-prefixes": ["/metrics"]}
+    server = make_http_server(port, lambda text, *rank: lines.append(text), "0.5.23", "/m", values)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        reader = ServingReader(conn, port)
+        assert await reader.scrape() is not None
+        assert (await reader.smoke()).ok
+        assert not any("/metrics" in line for line in lines) and any("/generate" in line for line in lines)
+        reader.close()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -95,7 +95,7 @@ def serving_text(session: RunSession, now: float, width: int) -> Text:
             text.append(f"ITL  {_ms(snap.itl_ms)} ms\n", style="dim")
         if snap.spec_accept_length is not None:
             text.append(f"accept length {snap.spec_accept_length:.2f}\n", style="dim")
-        if s.note and snap.source == "log":
+        if s.note:
             text.append(s.note + "\n", style="dim")
     if s.smoke is not None:
         if s.smoke.ok and s.smoke.seconds is not None:
