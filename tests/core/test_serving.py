@@ -190,13 +190,20 @@ def test_the_fast_path_reads_what_prometheus_client_reads() -> None:
     server.gen.labels("m").inc(123)
     for x in (0.05, 0.3, 7.0):
         server.ttft.labels("m").observe(x)
-    text = server.page() + 'sglang:num_queue_reqs{model_name="1e-05 NaN",tp_rank="0",dp_rank="3"} 1e-05\n'
+    queue = "# TYPE sglang:num_queue_reqs gauge\n"
+    extra = 'sglang:num_queue_reqs{model_name="1e-05 NaN",tp_rank="0",dp_rank="3"} 1e-05\n'
+    text = server.page().replace(queue, queue + extra)  # in its family's group, as the format requires
     fast, slow = parse_metrics(text), parse_metrics(text, fast=False)
-    assert fast.buckets and fast.samples and fast == slow
-    odd = text + 'sglang:num_running_reqs{model_name="a \\"quoted\\" name",tp_rank="0"} 1.0\n'
+    assert fast.buckets and fast.samples and fast == slow and len(fast.values("num_queue_reqs")) == 3
+    running = "# TYPE sglang:num_running_reqs gauge\n"
+    odd = text.replace(
+        running, running + 'sglang:num_running_reqs{model_name="a \\"quoted\\" name",tp_rank="0"} 1.0\n'
+    )
     assert parse_metrics(odd) == parse_metrics(odd, fast=False)
     assert ("model_name", 'a "quoted" name') in [
         kv for labels, _ in parse_metrics(odd).values("num_running_reqs") for kv in labels
     ]
     with pytest.raises(ValueError):
         parse_metrics("sglang:num_running_reqs{broken 1\n")
+    untyped = "sglang_num_running_reqs 4.0\nsglang_token_usage 0.5\nother 1\n"  # no TYPE lines at all
+    assert parse_metrics(untyped).samples == {"num_running_reqs": [((), 4.0)], "token_usage": [((), 0.5)]}

@@ -37,6 +37,20 @@ def _family_lines(names: Iterable[str]) -> re.Pattern[str]:
 
 
 _WANTED_LINES = _family_lines(WANTED)
+_WANTED_TYPES = frozenset(p + n + s for p in PREFIXES for n in WANTED for s in ("", "_total"))
+
+
+def wanted_lines(text: str) -> list[str]:
+    """The lines of the `WANTED` families. A page in the text format groups each family's samples under
+    its `# TYPE` line, so splitting at those (C speed) and keeping the wanted groups is 4x cheaper than a
+    regex over every line; whatever comes before the first `# TYPE` (an untyped page) goes through the
+    regex."""
+    chunks = ("\n" + text).split("\n# TYPE ")
+    lines = _WANTED_LINES.findall(chunks[0])
+    for chunk in chunks[1:]:
+        if chunk[: chunk.find(" ")] in _WANTED_TYPES:
+            lines += ("# TYPE " + chunk).splitlines()
+    return lines
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -140,7 +154,7 @@ def parse_metrics(text: str, *, everything: bool = False, fast: bool = True) -> 
 
     A malformed page raises ValueError (prometheus_client's own), which callers report as such."""
     page = MetricsPage()
-    lines = text.splitlines() if everything else _WANTED_LINES.findall(text)
+    lines = text.splitlines() if everything else wanted_lines(text)
     samples = _plain_samples(lines) if fast else None
     if samples is None:
         samples = _client_samples("\n".join(lines) + "\n")
