@@ -65,6 +65,10 @@ class ServingRouting(Base):
             session.serving.add(message.snapshot)
         session.serving.note = message.error
         self._serving_changed(message.key)
+        for warning in session.serving.warnings():
+            if warning.code not in session.serving.warned:  # once per run and kind, in view or not
+                session.serving.warned.add(warning.code)
+                self.notify(f"{message.key}: {warning.message}", severity="warning", timeout=15)
 
     def on_smoke_answered(self, message: m.SmokeAnswered) -> None:
         session = self.followed.get(message.key)

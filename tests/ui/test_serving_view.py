@@ -5,7 +5,7 @@ report beside the predicted max_running_requests and KV tokens; tok/s in the run
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -77,9 +77,8 @@ class ServingBackend(FakeBackend):
 
     async def serving(self, run: Any) -> tuple[ServingSnapshot | None, str | None]:
         self.reads += 1
-        return ServingSnapshot(
-            "metrics", NOW, gen_tokens_per_s=312.0, running=3, queued=0, kv_usage=0.4
-        ), None
+        snap = ServingSnapshot("metrics", NOW, gen_tokens_per_s=312.0, running=3, queued=0, kv_usage=0.4)
+        return replace(snap, retracted=2), None  # SGLang retracted requests: the KV pool was full
 
     async def smoke(self, run: Any) -> SmokeResult:
         return SmokeResult(False, None, "POST /generate: no answer in 30 s")
@@ -118,6 +117,9 @@ async def test_a_ready_run_is_polled_shows_its_rate_and_runs_a_probe_that_esc_ca
             "312 tok/s" in str(cell) for row in range(table.row_count) for cell in table.get_row_at(row)
         )
         assert app.host_rates(session.host) == "312 tok/s"
+        told = [n.message for n in app._notifications if "retracted 2 request" in n.message]
+        assert len(told) == 1 and "--mem-fraction-static" in told[0]  # once, though polled every second
+        assert "retracted 2 request" in text
 
         await pilot.press("b")
         await wait_for(pilot, lambda: session.serving.bench.done == 3, what="the probe's progress")

@@ -50,6 +50,7 @@ class ServingState:
         self.report: BenchReport | None = None
         self.tokens_scale = 10.0
         self.last_metrics_at: float | None = None
+        self.warned: set[str] = set()  # the warning codes already notified
 
     @property
     def latest(self) -> ServingSnapshot | None:
