@@ -3,8 +3,8 @@ probe in flight and the last report. `RunSession.serving` holds one; the serving
 runs table and the fleet rows read `tokens_text()`.
 
 Scales are fixed so a glance compares moments: tokens/s against the highest seen (rounded up to a round
-number, never shrinking), running and queued against the run's max_running_requests (predicted by the fit,
-else the highest seen), KV usage against 0-100%."""
+number, never shrinking), running and queued against the run's max_running_requests (as its log says, else as
+the fit predicted, else the highest seen), KV usage against 0-100%."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ class ServingState:
             return ""
         return f"{snap.gen_tokens_per_s:,.0f} tok/s"
 
-    def requests_scale(self, predicted: dict[str, Any] | None) -> int:
-        mrr = (predicted or {}).get("max_running_requests")
+    def requests_scale(self, mrr: Any) -> int:
+        """The run's max_running_requests (as its log says, else as predicted), or the most seen."""
         seen = max((max(s.running or 0, s.queued or 0) for s in self.history.snapshots), default=0)
         return max(int(mrr) if isinstance(mrr, (int, float)) and mrr > 0 else 0, seen, 1)

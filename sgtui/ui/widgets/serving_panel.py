@@ -67,7 +67,9 @@ def serving_text(session: RunSession, now: float, width: int) -> Text:
     else:
         w = max(6, width - 15)
         n = len(s.history.snapshots)
-        top, scale = s.tokens_scale, s.requests_scale(session.predicted)
+        (_, actual_mrr, predicted_mrr), _kv = _sizes(session)
+        top = s.tokens_scale
+        scale = s.requests_scale(actual_mrr if actual_mrr is not None else predicted_mrr)
 
         def row(label: str, value: str, attr: str, top: float, style: str) -> None:
             text.append(f"{label:<7}{value:>7} ")
