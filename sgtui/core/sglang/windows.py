@@ -17,7 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from sgtui.core.sglang.rules import Rules, ServingRules
+from sgtui.core.sglang.rules import (  # the serving windows, kept beside ServingRules (re-exported here)
+    SERVING_WINDOWS as SERVING_WINDOWS,
+)
+from sgtui.core.sglang.rules import Rules
+from sgtui.core.sglang.rules import ServingRules as ServingRules
+from sgtui.core.sglang.rules import all_batch_headings as all_batch_headings
+from sgtui.core.sglang.rules import serving_rules as serving_rules
 from sgtui.core.sglang.versions import ReleaseVersion, parse_version
 
 
@@ -362,62 +368,3 @@ def window_note(version: str) -> str:
     if v.is_untagged:
         return f"SGLang {version} is an untagged build: using the newest rules (the {w.describe()})"
     return f"SGLang {version}: the rules of the {w.describe()}"
-
-
-# What a ready server answers and prints, per release (`ServingRules`):
-# (opened_in, name, where read, changes).
-# Read in the 0.4.6, 0.5.2-0.5.10 and 0.5.23 wheels; the serving rules move on their own releases, so
-# they have windows of their own (a serving window never splits a memory window).
-_SERVING_CHANGES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
-    ("0.1.0", "old endpoints", "http_server.py (/get_model_info); scheduler.py log_decode_stats", {}),
-    (
-        "0.5.4",
-        "0.5.4 batch iteration",
-        'scheduler_metrics_mixin.log_decode_stats: f"Decode batch [{self.forward_ct}], "',
-        {"batch_heading": r"(?P<kind>Prefill|Decode) batch \[\d+\], "},
-    ),
-    (
-        "0.5.5",
-        "0.5.5 optional iteration",
-        "scheduler_metrics_mixin: iter_msg only under SGLANG_LOG_FORWARD_ITERS",
-        {"batch_heading": r"(?P<kind>Prefill|Decode) batch(?: \[\d+\])?, "},
-    ),
-    (
-        "0.5.6",
-        "0.5.6 /model_info",
-        "http_server.py: /model_info and /server_info; /get_model_info, /get_server_info deprecated",
-        {"model_info_path": "/model_info", "server_info_path": "/server_info"},
-    ),
-)
-
-
-def _build_serving() -> tuple[tuple[ReleaseVersion, str, ServingRules], ...]:
-    rules = ServingRules()
-    out = []
-    for opened_in, name, _sources, changes in _SERVING_CHANGES:
-        rules = replace(rules, **changes)
-        out.append((parse_version(opened_in), name, rules))
-    return tuple(out)
-
-
-SERVING_WINDOWS = _build_serving()
-
-
-def serving_rules(version: str | None) -> ServingRules:
-    """The serving rules of `version`; None or an untagged build: the newest."""
-    if version is None:
-        return SERVING_WINDOWS[-1][2]
-    v = parse_version(version)
-    if v.is_untagged:
-        return SERVING_WINDOWS[-1][2]
-    plain = parse_version(v.base) if v.is_prerelease or v.dev is not None else v
-    found = SERVING_WINDOWS[0][2]
-    for opened, _name, rules in SERVING_WINDOWS:
-        if opened <= plain:
-            found = rules
-    return found
-
-
-def all_batch_headings() -> tuple[str, ...]:
-    """Every release's batch heading, for a log whose release is not known."""
-    return tuple(dict.fromkeys(rules.batch_heading for _, _, rules in SERVING_WINDOWS))
