@@ -123,3 +123,11 @@ def test_bad_bench_input_is_one_line_exit_2(tmp_path: Path) -> None:
     ):
         bad = sgtui("bench", "20990101-000000-000000", "--host", "nowhere", *args, config_dir=tmp_path)
         assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_an_unreachable_host_is_one_line_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "hosts.yaml").write_text("deadhost:\n  hostname: 127.0.0.1\n  port: 1\n")
+    for command in ("status", "bench"):
+        done = sgtui(command, "20990101-000000-000000", "--host", "deadhost", config_dir=tmp_path)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"sgtui {command}: cannot reach deadhost"), done.stderr

@@ -52,6 +52,7 @@ async def open_run(args: argparse.Namespace, command: str) -> ServedRun | int:
     from sgtui.core.errors import UserError
     from sgtui.remote.connection import RemoteError
     from sgtui.remote.health import service_address
+    from sgtui.remote.runs import ForeignRunError
     from sgtui.remote.serving import python_of
     from sgtui.remote.targets import sglang_version
 
@@ -74,7 +75,15 @@ async def open_run(args: argparse.Namespace, command: str) -> ServedRun | int:
             version = await sglang_version(conn, manager.target, python_of(record.argv))
         except (RemoteError, UserError):
             version = None  # the release's endpoint names are then tried newest first
-    except Exception:
+    except ForeignRunError as exc:  # a record this user may not act on: refused, as `sgtui stop` does
+        await conn.close()
+        print(f"sgtui {command}: {exc}", file=sys.stderr)
+        return 2
+    except RemoteError as exc:  # the host unreachable, a refused key, a runs dir that is not ours
+        await conn.close()
+        print(f"sgtui {command}: {exc}", file=sys.stderr)
+        return 1
+    except BaseException:
         await conn.close()
         raise
     return ServedRun(conn, manager, record, address, version)
