@@ -167,3 +167,41 @@ class DiagnosisChanged(Message):
     def __init__(self, key: str) -> None:
         super().__init__()
         self.key = key
+
+
+class ServingRead(Message):
+    """One poll of a ready run's serving numbers (None: no /metrics, `error` says why)."""
+
+    def __init__(self, key: str, snapshot: Any, error: str | None) -> None:
+        super().__init__()
+        self.key = key
+        self.snapshot = snapshot
+        self.error = error
+
+
+class SmokeAnswered(Message):
+    def __init__(self, key: str, result: Any) -> None:
+        super().__init__()
+        self.key = key
+        self.result = result
+
+
+class BenchProgress(Message):
+    """The load probe on run `key`: `done` of `total` requests; `report` or `error` once it ended."""
+
+    def __init__(
+        self,
+        key: str,
+        done: int,
+        total: int,
+        report: Any = None,
+        error: str | None = None,
+        ended: bool = False,
+    ) -> None:
+        super().__init__()
+        self.key = key
+        self.done = done
+        self.total = total
+        self.report = report
+        self.error = error
+        self.ended = ended

@@ -36,6 +36,7 @@ from sgtui.ui.remote_views import (
     run_view,
     to_target,
 )
+from sgtui.ui.serving_backend import ServingBackend
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
 
 PROCESS_REFRESH_S = 2.0
@@ -60,7 +61,7 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
-class RemoteBackend:
+class RemoteBackend(ServingBackend):
     def __init__(
         self,
         hosts: dict[str, HostConfig] | None = None,

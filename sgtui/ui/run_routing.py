@@ -77,7 +77,9 @@ class RunRouting(Base):
 
     def draw_runs(self) -> None:
         runs = [
-            dataclasses.replace(r, state=self.state_of(r), note=self.followed.note_of(r))
+            dataclasses.replace(
+                r, state=self.state_of(r), note=self.followed.note_of(r), rate=self.rate_of(r)
+            )
             for r in self.fleet.all_runs()
         ]
         marks: dict[str, str] = {}

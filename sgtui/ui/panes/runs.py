@@ -38,6 +38,8 @@ def state_cell(run: RunView, silence: float | None = None) -> Text:
         text = stale_text(run.state, silence)
     else:
         text = Text(run.state, style=STATE_STYLE.get(run.state, ""))
+    if run.rate:
+        text.append(f" · {run.rate}", style="cyan")
     if run.note:
         note = run.note if len(run.note) <= NOTE_CHARS else run.note[: NOTE_CHARS - 1] + "…"
         text.append(f": {note}", style="yellow")
