@@ -31,7 +31,7 @@ from sgtui.core.logs.prefix import (
     strip_ansi,
 )
 from sgtui.core.logs.server_args import ArgsDump, looks_like_command, parse_command_flags
-from sgtui.core.logs.signals import FailureLog
+from sgtui.core.logs.signals import CHAIN_MARKERS, FailureLog
 from sgtui.core.logs.stall import StallWatch
 from sgtui.core.logs.state import (
     ANSWERED,
@@ -228,6 +228,8 @@ class LogClassifier:
                 self._close_args(events)
             return
         body = body.rstrip()
+        if self.failures.message_of is not None:
+            self.failures.continue_message(body, time, ranks)
         if not body:
             return
         if time is not None:
@@ -253,9 +255,14 @@ class LogClassifier:
         if self._traceback_line(body, first, time):
             return
         tail, self.trace.tail = self.trace.tail, False
-        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt"):
+        if (first == "D" or first == "T") and body.startswith(CHAIN_MARKERS):
+            self.failures.chain_marker()
+            return
+        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt") or _termed_child(body):
             # "SIGTERM received. signum=15 ... Draining requests and shutting down..." (sgtui's own stop, a
-            # container stop) or Ctrl+C: the tracebacks and deaths of the shutdown that follows are expected.
+            # container stop), Ctrl+C, or a TERM sent to the whole process group ("Subprocess scheduler_0
+            # (pid=N) crashed with exit code -15", sglang/srt/utils/watchdog.py): the tracebacks and deaths of
+            # the shutdown that follows are expected.
             self.state.notes.add(STOPPED)
             return
         if "Traceback (most recent call last)" in body:
@@ -275,7 +282,7 @@ class LogClassifier:
             if named is not None:
                 found = (None, "generic", {"exception": named[0], "message": named[1]})
         if found is not None:
-            self.failures.signal(found, n, time, ranks, body, events)
+            self.failures.signal(found, n, time, ranks, body, events, ends_trace=tail)
 
     def _traceback_line(self, body: str, first: str, time: str | None) -> bool:
         """Frames, their source lines and markers: where a traceback was, never what went wrong."""
@@ -358,6 +365,10 @@ class LogClassifier:
 
     def open_args(self, dump: ArgsDump) -> None:
         self.args = dump
+
+
+def _termed_child(body: str) -> bool:
+    return "exit code -15" in body and "crashed" in body
 
 
 def _cap(raw: str) -> str:

@@ -10,12 +10,13 @@ from sgtui.core.logs.rules import CAPTURE_FAILED, SUMMARY_PAIR, num
 from sgtui.core.logs.traceback import exception_line
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
+_FRACTION = r"(-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)"  # Python prints 0.00001 as 1e-05
 
 # ---- failures --------------------------------------------------------------------------------------------
 
 _NOT_ENOUGH = re.compile(
     r"Not enought? memory\. Please try to increase --mem-fraction-static"
-    r"(?:\.? ?Current value: (?:(?:self\.server_args\.)?mem_fraction_static=)?" + _NUM + ")?"
+    r"(?:\.? ?Current value: (?:(?:self\.server_args\.)?mem_fraction_static=)?" + _FRACTION + ")?"
 )
 _LEAVE_NO = re.compile(r"leave no GPU memory for the KV cache under --mem-fraction-static=" + _NUM)
 _UNBALANCED = re.compile(
@@ -144,6 +145,10 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         if code == -9:
             return "oom_killed", "cause", {"exit_code": code, "rank": int(m.group(1)) if m else None}
         return None, "death", {"exit_code": code}
+    if "resource_tracker" in body and "leaked" in body and "at shutdown" in body:
+        # multiprocessing's resource tracker, as the interpreter exits: "resource_tracker: There appear to be
+        # 1 leaked semaphore objects to clean up at shutdown". The process ended here, whatever it had shown.
+        return None, "death", {"ended": True}
     if " hit an exception" in body:
         return None, "death", {"exception": True}
     if "Initialization failed" in body:

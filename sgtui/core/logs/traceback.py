@@ -157,6 +157,8 @@ class TraceTracker:
         if "graph_runner" in body and func.startswith("replay"):
             self.forward = True  # replaying a captured graph is a decode step while serving
             return
+        if func == "<module>" or "importlib" in body:
+            return  # a module being imported: `model_loader` in an import chain loaded nothing yet
         hint = frame_hint(body)
         if hint is not None:
             self.hint = hint

@@ -103,6 +103,16 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
         "--model-path, or fix the proxy settings of the launch environment.",
     ),
     (
+        # sglang/srt/utils/common.py get_device (0.5.x); torch's own words when the driver is missing
+        ("No accelerator (CUDA", "Found no NVIDIA driver on your system", "No CUDA GPUs are available"),
+        "No GPU or other accelerator is visible",
+        "SGLang found no GPU it can use in this environment: no NVIDIA driver, no device passed into the "
+        "container, or CUDA_VISIBLE_DEVICES naming none.",
+        "Check `nvidia-smi` where the server runs (a container needs its GPUs passed in: --gpus / the LXC's "
+        "device entries) and CUDA_VISIBLE_DEVICES; a CPU-only launch needs --device cpu with a CPU build of "
+        "SGLang's kernels.",
+    ),
+    (
         ("no kernel image is available for execution on the device",),
         "The GPU is not supported by these kernels",
         "The installed PyTorch/SGLang kernels were not built for this GPU's architecture (too old a GPU, "
@@ -127,10 +137,11 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
 
 
 def _known_other(ctx: Context) -> Diagnosis | None:
-    text = ctx.error.text
+    # the quoted exception first, then the ones of its chain it was raised from
+    text = "\n".join([ctx.error.text, *ctx.error.values.get("context", ())])
     for needles, title, meaning, fix in _KNOWN_OTHERS:
         if any(needle in text for needle in needles):
-            detail = f"{meaning} (line {ctx.error.line}: {text.strip()[:200]})"
+            detail = f"{meaning} (line {ctx.error.line}: {ctx.error.text.strip()[:200]})"
             return Diagnosis(title, detail, [Suggestion(None, None, fix)], "other")
     return None
 
