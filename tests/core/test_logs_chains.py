@@ -1,5 +1,5 @@
-"""One exception chain is one error event (the exception Python prints last is quoted, the earlier ones are its
-context), a message that goes on over the next lines is joined, an import chain names no phase, and an
+"""One exception chain is one error event (the exception Python prints last is quoted, the earlier ones
+are its context), a message that goes on over the next lines is joined, an import chain names no phase, and an
 example's placeholder or an exception's sentence gives no fact. Shapes from SGLang 0.5.23's own code
 (sglang/launch_server.py's deprecation warning, srt/utils/common.py get_device, sgl_kernel's loader message),
 as the real CPU server printed them (issue 16)."""
@@ -46,7 +46,7 @@ NO_ACCELERATOR = _log(
 
 
 def test_the_exception_python_prints_last_is_quoted_and_the_first_is_its_context() -> None:
-    """Python prints the exception that propagated last; the NotImplementedError it was raised from is context."""
+    """Python prints last the exception that propagated; the NotImplementedError before it is context."""
     analysis = classify_text(NO_ACCELERATOR)
     error = analysis.error
     assert error is not None and analysis.outcome == "failed"
@@ -70,7 +70,8 @@ def test_the_deprecation_example_is_no_model_path() -> None:
 def test_an_exception_sentence_that_quotes_a_flag_is_no_fact() -> None:
     log = _log(
         "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
-        "'namespace/repo_name': '/data/missing'. Check that sglang's --model-path pointing to a folder exists.",
+        "'namespace/repo_name': '/data/missing'. Check that sglang's --model-path pointing "
+        "to a folder exists.",
     )
     assert "model_path" not in classify_text(log).facts
 
@@ -89,16 +90,16 @@ def test_a_hub_failure_chain_quotes_the_final_oserror_and_gets_the_hugging_face_
         "Traceback (most recent call last):",
         f'  File "{SITE}/huggingface_hub/file_download.py", line 1484, in _raise_on_head_call_error',
         "    raise LocalEntryNotFoundError(",
-        "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on "
-        "the Hub and we cannot find the requested files in the local cache.",
+        "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file "
+        "on the Hub and we cannot find the requested files in the local cache.",
         "",
         "The above exception was the direct cause of the following exception:",
         "",
         "Traceback (most recent call last):",
         f'  File "{SITE}/transformers/utils/hub.py", line 470, in cached_files',
         "    raise OSError(",
-        "OSError: We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in "
-        "the cached files.",
+        "OSError: We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them "
+        "in the cached files.",
         "Check your internet connection or see how to run the library in offline mode at "
         "'https://huggingface.co/docs/transformers/installation#offline-mode'.",
     )
@@ -107,7 +108,8 @@ def test_a_hub_failure_chain_quotes_the_final_oserror_and_gets_the_hugging_face_
     assert error is not None
     assert error.text.startswith("OSError: We couldn't connect to 'https://huggingface.co'")
     assert "offline mode" in error.text  # the message's second line is joined to it
-    assert len(error.values["context"]) == 2 and error.values["context"][0].startswith("httpcore.ConnectError")
+    context = error.values["context"]
+    assert len(context) == 2 and context[0].startswith("httpcore.ConnectError")
     assert diagnose(analysis)[0].title == "No connection to Hugging Face"
 
 
@@ -175,8 +177,8 @@ def test_a_process_that_ended_is_not_starting() -> None:
     log = _log(
         "[2026-12-01 21:10:00] server_args={'model_path': '/tmp/tiny'}",
         "[2026-12-01 21:10:20] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)",
-        "[2026-12-01 21:10:21] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
-        "#running-req: 0, #queue-req: 0",
+        "[2026-12-01 21:10:21] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, "
+        "token usage: 0.00, #running-req: 0, #queue-req: 0",
         "/usr/lib/python3.11/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: There "
         "appear to be 1 leaked semaphore objects to clean up at shutdown",
     )

@@ -143,7 +143,7 @@ def parse_server_args(text: str) -> dict[str, Any]:
 
 def looks_like_command(line: str) -> bool:
     """A pasted launch command or a note quoting flags (`# ... --tp 8`), not an SGLang log record, and not an
-    exception's message that quotes a flag in a sentence (`HFValidationError: ... --model-path pointing ...`)."""
+    exception's message quoting a flag in a sentence (`HFValidationError: ... --model-path pointing ...`)."""
     if "--" not in line:
         return False
     if line.lstrip().startswith("#"):
@@ -155,9 +155,9 @@ def looks_like_command(line: str) -> bool:
 
 # `Name: ...` / `pkg.mod.Name: ...` at the start of a line: an exception's own line, never a command.
 _EXCEPTION_HEAD = re.compile(r"\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit):")
-# An example's placeholder (`--model-path <model>`, `[options]`, `{path}`, `...`), not a value in use: 0.5.23's
-# `python -m sglang.launch_server` deprecation warning prints `sglang serve --model-path <model> [options]`
-# (sglang/launch_server.py, __main__).
+# An example's placeholder (`--model-path <model>`, `[options]`, `{path}`, `...`), not a value in use:
+# 0.5.23's `python -m sglang.launch_server` deprecation warning prints `sglang serve --model-path <model>
+# [options]` (sglang/launch_server.py, __main__).
 _PLACEHOLDER = ("<", "[", "{", "...", "$")
 
 
