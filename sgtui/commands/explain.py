@@ -125,6 +125,23 @@ def _values_text(values: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _root_lines(analysis: Any, error: Any) -> list[str]:
+    """Where the failure began (rank, node), what it was raised from, and what followed from it."""
+    from sgtui.core.logs.ranks import node_of
+
+    out: list[str] = []
+    rank = getattr(error, "rank", None)
+    if rank:
+        node = node_of(rank, analysis.facts)
+        out.append(f"  failed first on {rank}" + (f" (node {node})" if node is not None else ""))
+    for text in error.values.get("context", ()):
+        out.append(f"  raised while handling: {str(text).strip()[:200]}")
+    for c in getattr(error, "consequences", ()):
+        who = f" {c.rank}" if c.rank else ""
+        out.append(f"  then, as a consequence (line {c.line}{who}, {c.kind}): {c.text[:160]}")
+    return out
+
+
 def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
     """The human report: outcome, timeline with gaps, phase durations, facts, the error and its diagnosis."""
     from sgtui.core.logs.prefix import strip_controls
@@ -189,6 +206,7 @@ def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
             out.append(
                 f"  the launch died at line {error.death_line}: {(error.death_text or '').strip()[:200]}"
             )
+        out += _root_lines(analysis, error)
     for d in diagnoses:
         out.append("")
         out.append(f"Diagnosis: {d.title}")

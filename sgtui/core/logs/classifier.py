@@ -267,6 +267,7 @@ class LogClassifier:
             return
         if "Traceback (most recent call last)" in body:
             self.trace.start(n, time, ignored=self._exception_ignored)
+            self.trace.rank = " ".join(ranks) or None
         self._exception_ignored = body.startswith("Exception ignored")
         if milestone_line(self, body, n, time, ranks, events):
             return

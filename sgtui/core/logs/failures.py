@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sgtui.core.logs.distributed import distributed_failure
 from sgtui.core.logs.rules import CAPTURE_FAILED, SUMMARY_PAIR, num
 from sgtui.core.logs.traceback import exception_line
 
@@ -128,15 +129,23 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         m = _CONTEXT_TOO_LONG.search(body)
         values = {"requested": int(m.group(1)), "derived": int(m.group(2))} if m else {}
         return "bad_arguments", "fatal", {"flag": "--context-length", **values}
-    if "ccl" in body or "NCCL" in body or "DistBackendError" in body or "Watchdog caught" in body:
-        nccl = nccl_strength(body)
-        if nccl:
-            return "nccl", nccl, {"shm": "/dev/shm" in body or "shared memory" in body}
-    if "Watchdog timeout" in body and "watchdog_timeout" in body:
+    if "illegal" in body or "cudaErrorIllegalAddress" in body or "Cuda failure 700" in body:
+        # a CUDA fault is the fault, also where NCCL or the process group's watchdog is what reports it
+        # ("NCCL WARN Cuda failure 700 'an illegal memory access was encountered'")
+        fault = crash_values(body)
+        if fault is not None:
+            return None, "death", fault
+    found = distributed_failure(body)
+    if found is not None:
+        return found
+    if "atchdog timeout" in body and "watchdog_timeout" in body:
         # SGLang's scheduler watchdog: one forward batch made no progress for --watchdog-timeout seconds, so
-        # it SIGQUITs the server (scheduler_runtime_checker_mixin.py, 0.5.x): a stall SGLang made fatal.
+        # it SIGQUITs the server (scheduler_runtime_checker_mixin.py, 0.5.x; 0.5.23's utils/watchdog.py
+        # words it "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"): a stall SGLang
+        # made fatal. The soft watchdog (soft=True) only logs.
         m = _WATCHDOG.search(body)
-        return "stalled", "fatal", {"watchdog_timeout": num(m.group(1)) if m else None}
+        strength = "weak" if "soft=True" in body else "fatal"
+        return "stalled", strength, {"watchdog_timeout": num(m.group(1)) if m else None}
     if "sigquit" in body and "Received sigquit" in body:
         return None, "death", {"sigquit": True}
     if "scheduler" in body and ("scheduler is dead" in body or "scheduler died" in body):
@@ -209,7 +218,7 @@ def crash_values(body: str) -> dict[str, Any] | None:
     if "illegal" in body and ("illegal memory access" in body or "illegal instruction was" in body):
         kind = "illegal_address" if "memory access" in body else "illegal_instruction"
         return {"crash": True, "signal": None, "cuda_fault": kind}
-    if "cudaErrorIllegalAddress" in body:
+    if "cudaErrorIllegalAddress" in body or "Cuda failure 700" in body:
         return {"crash": True, "signal": None, "cuda_fault": "illegal_address"}
     if "Fatal Python error" in body:
         m = _FATAL.search(body)
@@ -273,24 +282,6 @@ def names_a_flag_conflict(message: str) -> bool:
     """SGLang's argument checks raise plain ValueErrors ("--x is incompatible with speculative decoding
     (--speculative-algorithm EAGLE)"); a frameless paste of one still names a flag and a conflict."""
     return "--" in message and any(word in message for word in _CONFLICT_WORDS)
-
-
-def nccl_strength(body: str) -> str | None:
-    if "NCCL WARN" in body:
-        return "weak"
-    for needle in (
-        "NCCL error",
-        "ncclUnhandledCudaError",
-        "ncclSystemError",
-        "ncclInternalError",
-        "ncclInvalidUsage",
-        "ncclRemoteError",
-        "DistBackendError",
-        "Watchdog caught collective operation timeout",
-    ):
-        if needle in body:
-            return "cause"
-    return None
 
 
 def oom_values(body: str) -> dict[str, Any]:

@@ -90,7 +90,12 @@ class FailureLog:
             return
         self.order += 1
         text = body[:1000]
-        state.signals.append(Signal(error_class, strength, n, self.order, text, phase, time, values))
+        rank = " ".join(ranks) or None
+        if rank is None and trace.frames and n - trace.started <= _TRACE_REACH:
+            rank = trace.rank  # the record the traceback is part of ("[... TP3] Scheduler hit an exception")
+        if rank is None and isinstance(values.get("failed_rank"), int):
+            rank = f"rank{values['failed_rank']}"  # torch's "[Rank 4] Watchdog caught ..."
+        state.signals.append(Signal(error_class, strength, n, self.order, text, phase, time, values, rank))
         index = len(state.signals) - 1
         if ends_trace and self.chained is not None and self.chained < index:
             index = self._merge_chain(self.chained, index)
@@ -101,6 +106,7 @@ class FailureLog:
         if values.get("crash"):
             self.crash = index
             trace.start(n, time, ignored=False)  # faulthandler's stack dump follows: its frames say where
+            trace.rank = rank
         events.append(
             LogEvent(
                 n, time, ranks, "error", {"error_class": error_class, "strength": strength, **values}, text

@@ -138,6 +138,21 @@ class Signal:
     phase: str
     time: str | None = None
     values: dict[str, Any] = field(default_factory=dict)
+    rank: str | None = None  # the rank tag of the line ("TP3", "DP0 TP1", "rank4"), if it had one
+
+
+@dataclass(frozen=True)
+class Consequence:
+    """A later failure that follows from the root cause (NCCL errors after a rank died, a watchdog after a
+    segfault, SGLang's sigquit), listed, not diagnosed."""
+
+    line: int
+    kind: str
+    text: str
+    rank: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "kind": self.kind, "text": self.text, "rank": self.rank}
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,8 @@ class ErrorInfo:
     values: dict[str, Any] = field(default_factory=dict)
     death_line: int | None = None
     death_text: str | None = None
+    rank: str | None = None  # the rank (or node) that failed first, when the log says
+    consequences: tuple[Consequence, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -162,6 +179,9 @@ class ErrorInfo:
             "time": self.time,
             "death_line": self.death_line,
             "death_text": self.death_text,
+            "rank": self.rank,
+            "context": list(self.values.get("context", ())),
+            "consequences": [c.to_json() for c in self.consequences],
         }
 
 

@@ -105,6 +105,7 @@ class TraceTracker:
         self.ignored = False  # Python's "Exception ignored in: ..." (a destructor at exit), not a death
         self.tail = False  # the previous line was a frame or its source: this one may end the traceback
         self.at_exit = False  # a frame of the exit machinery (multiprocessing's resource tracker)
+        self.rank: str | None = None  # the rank tag of the record the traceback started in
 
     def line(self, body: str, first: str, time: str | None) -> str | None:
         """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
