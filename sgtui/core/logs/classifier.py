@@ -37,6 +37,7 @@ from sgtui.core.logs.state import (
     ANSWERED,
     MILESTONE_PHASE,
     PHASES,
+    SERVED,
     STOPPED,
     LogEvent,
     Milestone,
@@ -73,6 +74,7 @@ class LogClassifier:
         self._ranks: tuple[str, ...] = ()
         self._last_milestone_line = 0
         self._batches_seen = False
+        self._decoding = False
         self._last_record_line = 0
         self._exception_ignored = False
         self._finished = False
@@ -179,8 +181,8 @@ class LogClassifier:
         # server runs batches (warm-up or requests), which a pasted tail may show nothing else of. The last
         # prefill is kept unparsed: it names the request a serving-time OOM hit.
         if "Decode batch" in raw:
-            if not self._batches_seen:
-                self._first_batch(raw, n, events)
+            if not self._decoding:
+                self._first_decode(raw, n, events)
             return
         if "Prefill batch" in raw:
             self.last_prefill = (n, raw)
@@ -208,6 +210,17 @@ class LogClassifier:
         self._batches_seen = True
         time = split_prefix(raw)[0]
         self.advance("serving", n, time, parse_seconds(time), events)
+
+    def _first_decode(self, raw: str, n: int, events: list[LogEvent]) -> None:
+        """SGLang logs a decode batch every --decode-log-interval (40) steps: the warm-up's few tokens never
+        reach one, so a "Decode batch" line is requests being served (a pasted tail may show nothing else)."""
+        self._decoding = True
+        if not self._batches_seen:
+            self._first_batch(raw, n, events)
+        if "ready" not in self.state.milestones and ANSWERED not in self.state.notes:
+            self.state.notes.add(SERVED)
+            time = split_prefix(raw)[0]
+            self.advance("ready", n, time, parse_seconds(time), events)
 
     def _first_answer(self, raw: str, n: int, events: list[LogEvent]) -> None:
         """The server answered a request (the warm-up's or a client's): it serves, even in versions that

@@ -135,6 +135,7 @@ class FailureLog:
         values = {**kept, **final.values, "context": context}
         merged = replace(
             final,
+            rank=final.rank or earlier.rank,
             error_class=final.error_class if known else earlier.error_class,
             strength=final.strength if known else earlier.strength,
             order=earlier.order,

@@ -81,6 +81,8 @@ MILESTONE_PHASE = {
 }
 
 ANSWERED = "answered_after_uvicorn"  # a note: a POST got 200 after Uvicorn started (ready without the line)
+# A note: "Decode batch" lines, which only requests being served print (ready without the line).
+SERVED = "decode_batches_seen"
 TRACE_CUT = "traceback_cut"  # a note: the log ends inside a traceback, before its exception line
 NEW_STYLE = "sglang_0_5_23_style"  # a note: the log uses 0.5.23-era wordings (flag names differ there)
 
