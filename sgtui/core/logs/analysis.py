@@ -84,6 +84,8 @@ class LogAnalysis:
             "facts": dict(state.facts),
             "facts_per_rank": {k: v for k, v in state.facts_per_rank.items() if len(v) > 1},
             "stall": state.stall.values if state.stall else None,
+            "gaps": list(state.gaps),
+            "phase_at_end": state.phase_at_end,
             "warnings": [{"line": line, "text": text} for line, text in state.warnings],
             "line_count": self.line_count,
             "reversed_order": self.reversed_order,

@@ -19,12 +19,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from sgtui.core.logs.facts import FROM_COMMAND, FactStore
-from sgtui.core.logs.failures import failure
+from sgtui.core.logs.failures import failure, termed_child
+from sgtui.core.logs.gaps import GapWatch
 from sgtui.core.logs.info import comment, info_line, progress
 from sgtui.core.logs.milestones import milestone_line
 from sgtui.core.logs.prefix import (
     LINE_CAP,
-    SERVER_ARGS_CAP,
+    cap_line,
     last_segment,
     peel_collectors,
     split_prefix,
@@ -65,6 +66,7 @@ class LogClassifier:
         self.failures = FailureLog(self.state, self.trace, self.store, lambda: self.last_prefill)
         self.last_prefill: tuple[int, str] | None = None  # the last "Prefill batch" line (number, text)
         self.stall = StallWatch(clock, stall_after)
+        self.gaps = GapWatch(self.stall)
         self.awaiting_first_answer = False
         self.load_ends: dict[str, int] = {}
         self.last_progress: tuple[Any, ...] | None = None
@@ -122,6 +124,7 @@ class LogClassifier:
         if not self._finished:
             self._finished = True
             self.failures.at_end(self._last_record_line, self._last_milestone_line, events)
+            self.gaps.at_end(self.state, self.line_count)
         return events
 
     def process_exited(self, returncode: int | None) -> list[LogEvent]:
@@ -176,7 +179,7 @@ class LogClassifier:
 
     def _handle(self, raw: str, n: int, events: list[LogEvent]) -> None:
         if len(raw) > LINE_CAP:
-            raw = _cap(raw)
+            raw = cap_line(raw)
         # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says the
         # server runs batches (warm-up or requests), which a pasted tail may show nothing else of. The last
         # prefill is kept unparsed: it names the request a serving-time OOM hit.
@@ -250,6 +253,8 @@ class LogClassifier:
         if time is None:
             time = cloud_time
         if time is not None:
+            if time != self.state.last_time:
+                self.gaps.stamp(self.state, time, n, body)
             self.state.last_time = time
         if ranks:
             self.state.ranks_seen.add(" ".join(ranks))
@@ -271,7 +276,7 @@ class LogClassifier:
         if (first == "D" or first == "T") and body.startswith(CHAIN_MARKERS):
             self.failures.chain_marker()
             return
-        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt") or _termed_child(body):
+        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt") or termed_child(body):
             # "SIGTERM received. signum=15 ... Draining requests and shutting down..." (sgtui's own stop, a
             # container stop), Ctrl+C, or a TERM sent to the whole process group ("Subprocess scheduler_0
             # (pid=N) crashed with exit code -15", sglang/srt/utils/watchdog.py): the tracebacks and deaths of
@@ -379,16 +384,3 @@ class LogClassifier:
 
     def open_args(self, dump: ArgsDump) -> None:
         self.args = dump
-
-
-def _termed_child(body: str) -> bool:
-    return "exit code -15" in body and "crashed" in body
-
-
-def _cap(raw: str) -> str:
-    """Bound a long line: keep the last `\\r` segment of a progress bar, a server_args dump's useful part."""
-    if "\r" in raw[-LINE_CAP:]:
-        raw = last_segment(raw)
-    if raw.find("server_args", 0, 256) >= 0 or raw.find("ServerArgs(", 0, 256) >= 0:
-        return raw[:SERVER_ARGS_CAP]
-    return raw[:LINE_CAP]

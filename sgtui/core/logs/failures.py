@@ -305,3 +305,9 @@ def port_values(body: str) -> dict[str, Any]:
         return {"host": m.group(1), "port": int(m.group(2))}
     m = _PORT_WORD.search(body) or _PORT_ADDR.search(body)
     return {"port": int(m.group(1))} if m else {}
+
+
+def termed_child(body: str) -> bool:
+    """SGLang's subprocess watchdog saw a child ended by SIGTERM ("Subprocess scheduler_0 (pid=N) crashed with
+    exit code -15", sglang/srt/utils/watchdog.py): someone stopped the server's process group."""
+    return "exit code -15" in body and "crashed" in body

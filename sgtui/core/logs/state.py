@@ -228,6 +228,8 @@ class StartupState:
     exited: bool = False
     facts_per_rank: dict[str, dict[str, Any]] = field(default_factory=dict)
     stall: ErrorInfo | None = None  # no progress far past the phase's expected time (not a failure)
+    gaps: list[dict[str, Any]] = field(default_factory=list)  # stamped lines far apart (gaps.py)
+    phase_at_end: dict[str, Any] | None = None  # the phase the log ends in: how long it ran (gaps.py)
     _error_cache: tuple[tuple[int, bool, int], ErrorInfo | None] | None = field(default=None, repr=False)
     _generation: int = field(default=0, repr=False)
 
