@@ -146,7 +146,9 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         m = _WATCHDOG.search(body)
         strength = "weak" if "soft=True" in body else "fatal"
         return "stalled", strength, {"watchdog_timeout": num(m.group(1)) if m else None}
-    if "sigquit" in body and "Received sigquit" in body:
+    if ("sigquit" in body and "Received sigquit" in body) or "SIGQUIT received" in body:
+        # "Received sigquit from a child process" (to 0.5.x); 0.5.23's tokenizer_manager.py: "SIGQUIT
+        # received. signum=None, frame=None. It usually means one child failed."
         return None, "death", {"sigquit": True}
     if "scheduler" in body and ("scheduler is dead" in body or "scheduler died" in body):
         m = _DIED.search(body)

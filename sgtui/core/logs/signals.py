@@ -24,7 +24,7 @@ CHAIN_MARKERS = (
 )
 _OWN_WORDS = ("exception", "message", "source", "frame", "context")  # what one exception of a chain said
 _MESSAGE_LINES = 16  # lines of an exception's message printed after its first line that are joined to it
-_MESSAGE_CHARS = 1000
+_MESSAGE_CHARS = 2000
 
 
 class FailureLog:
@@ -76,7 +76,7 @@ class FailureLog:
         if strength == "generic":
             if phase == "capturing_graphs":
                 error_class = "cuda_graph_failed"
-            elif trace.hint == "arguments" or names_a_flag_conflict(values.get("message", "")):
+            elif trace.raised_in_args or names_a_flag_conflict(values.get("message", "")):
                 error_class = "incompatible_flags"
         batch = self.last_batch() if error_class == "cuda_oom" and phase in ("running", "serving") else None
         if batch is not None:
@@ -130,7 +130,9 @@ class FailureLog:
         signals = self.state.signals
         earlier, final = signals[first], signals[last]
         known = final.error_class is not None or earlier.error_class is None
-        context = [*earlier.values.get("context", ()), earlier.text[:300]]
+        context = list(earlier.values.get("context", ()))
+        if earlier.text[:300] not in context:  # a library may raise the same error twice in one chain
+            context.append(earlier.text[:300])
         kept = {k: v for k, v in earlier.values.items() if k not in _OWN_WORDS}
         values = {**kept, **final.values, "context": context}
         merged = replace(

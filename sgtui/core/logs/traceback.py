@@ -36,6 +36,7 @@ _FRAME_HINTS = (
     ("initialize_model_parallel", "distributed_init"),
     ("init_distributed_environment", "distributed_init"),
     ("server_args.py", "arguments"),
+    ("/arg_groups/", "arguments"),  # 0.5.23 checks its arguments in srt/arg_groups/*_hook.py
 )
 # The line that ends a traceback: a (dotted) class name, then its message. Outside a traceback only names that
 # say what they are count (an Error/Exception/Exit suffix, or a dotted module path before the class).
@@ -106,6 +107,7 @@ class TraceTracker:
         self.tail = False  # the previous line was a frame or its source: this one may end the traceback
         self.at_exit = False  # a frame of the exit machinery (multiprocessing's resource tracker)
         self.rank: str | None = None  # the rank tag of the record the traceback started in
+        self.raised_in_args = False  # the innermost frame is SGLang's argument code: an argument check failed
 
     def line(self, body: str, first: str, time: str | None) -> str | None:
         """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
@@ -137,12 +139,15 @@ class TraceTracker:
         self.frames = 0
         self.in_sglang = False
         self.hint = None
-        self.serving = self.forward = self.startup = self.at_exit = False
+        self.serving = self.forward = self.startup = self.at_exit = self.raised_in_args = False
         self.ignored = ignored
 
     def frame(self, body: str) -> None:
         self.after_frame = True
         self.last_frame = frame_file(body)
+        # only where the exception is raised counts: 0.5.23's server_args.resolve_once also runs the device
+        # detection and imports whole model code, whose failures are no argument check
+        self.raised_in_args = self.last_frame == "server_args.py" or "/arg_groups/" in body
         self.frames += 1
         if "sglang/" in body and _SGLANG_FRAME.search(body):
             self.in_sglang = True
