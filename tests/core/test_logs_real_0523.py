@@ -65,3 +65,15 @@ def test_port_in_use_is_the_bind_error() -> None:
     error = analysis.error
     assert error is not None and error.error_class == "port_in_use"
     assert error.values["port"] == 45673 and error.phase == "serving"
+
+
+def test_a_hub_id_offline_quotes_transformers_oserror_and_gets_the_hugging_face_rule() -> None:
+    """HF_HUB_OFFLINE=1 and no cache: huggingface_hub's LocalEntryNotFoundError, then transformers' OSError
+    (whose message goes on over a second line)."""
+    analysis = _explain("hub-id-offline")
+    error = analysis.error
+    assert error is not None and error.line == analysis.line_count - 1
+    assert error.text.startswith("OSError: We couldn't connect to 'https://huggingface.co'")
+    assert error.text.endswith("installation#offline-mode'.")
+    assert "LocalEntryNotFoundError" in error.values["context"][0]
+    assert diagnose(analysis)[0].title == "No connection to Hugging Face"

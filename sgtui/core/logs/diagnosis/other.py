@@ -110,8 +110,8 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
         # libcuda.so.1 from the NVIDIA driver; the reasons follow under "Error details")
         ("Could not load any common_ops library",),
         "SGLang's kernel package cannot load",
-        "sgl-kernel's compiled ops did not load: the wheel from the package index is built for NVIDIA GPUs and "
-        "needs the driver's libcuda.so.1, and a build for another CUDA version or GPU fails the same way.",
+        "sgl-kernel's compiled ops did not load: the wheel from the package index is built for NVIDIA GPUs "
+        "and needs the driver's libcuda.so.1, and a build for another CUDA version or GPU fails the same way.",
         "On a GPU host, install the sglang-kernel build that matches its CUDA version and check that the "
         "driver is visible (`nvidia-smi`); a CPU-only host needs a CPU build of sgl-kernel (SGLang's CPU "
         "Docker image), which the package index does not carry.",
