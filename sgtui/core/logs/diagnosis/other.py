@@ -111,7 +111,7 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
         ("Could not load any common_ops library",),
         "SGLang's kernel package cannot load",
         "sgl-kernel's compiled ops did not load: the wheel from the package index is built for NVIDIA GPUs "
-        "and needs the driver's libcuda.so.1, and a build for another CUDA version or GPU fails the same way.",
+        "and needs the driver's libcuda.so.1; a build for another CUDA or GPU fails the same way.",
         "On a GPU host, install the sglang-kernel build that matches its CUDA version and check that the "
         "driver is visible (`nvidia-smi`); a CPU-only host needs a CPU build of sgl-kernel (SGLang's CPU "
         "Docker image), which the package index does not carry.",
