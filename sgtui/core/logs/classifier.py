@@ -23,6 +23,7 @@ from sgtui.core.logs.failures import failure, termed_child
 from sgtui.core.logs.gaps import GapWatch
 from sgtui.core.logs.info import comment, info_line, progress
 from sgtui.core.logs.milestones import milestone_line
+from sgtui.core.logs.prefilter import may_matter
 from sgtui.core.logs.prefix import (
     LINE_CAP,
     cap_line,
@@ -74,6 +75,7 @@ class LogClassifier:
         self._buf = ""
         self._buf_overflow = False
         self._ranks: tuple[str, ...] = ()
+        self._ranks_kept: tuple[str, ...] = ()
         self._last_milestone_line = 0
         self._batches_seen = False
         self._decoding = False
@@ -235,7 +237,10 @@ class LogClassifier:
             self.advance("ready", n, time, parse_seconds(time), events)
 
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
-        cloud_time, line = peel_collectors(line)
+        if line[:1] == "[" and line[11:12] != "T" and line[1:5] != "pod/":
+            cloud_time = None  # SGLang's own `[date time TPn]` prefix: no collector in front of it
+        else:
+            cloud_time, line = peel_collectors(line)
         time, ranks, body = split_prefix(line)
         if self.args is not None and not self.args.add(body, time, ranks, cloud_time):
             self._close_args(events)
@@ -253,10 +258,12 @@ class LogClassifier:
         if time is None:
             time = cloud_time
         if time is not None:
-            if time != self.state.last_time:
-                self.gaps.stamp(self.state, time, n, body)
+            if time != self.state.last_time and not time.startswith(self.gaps.minute):
+                self.gaps.stamp(self.state, time, n, body)  # a new minute: a gap may have passed
+            self.gaps.previous_line = n
             self.state.last_time = time
-        if ranks:
+        if ranks and ranks is not self._ranks_kept:
+            self._ranks_kept = ranks
             self.state.ranks_seen.add(" ".join(ranks))
         self._dispatch(body, n, time, ranks, events)
 
@@ -283,6 +290,9 @@ class LogClassifier:
             # the shutdown that follows are expected.
             self.state.notes.add(STOPPED)
             return
+        if not tail and not may_matter(body, first):
+            self._exception_ignored = False
+            return  # no rule reads it (prefilter.py)
         if "Traceback (most recent call last)" in body:
             self.trace.start(n, time, ignored=self._exception_ignored)
             self.trace.rank = " ".join(ranks) or None

@@ -24,17 +24,14 @@ class GapWatch:
     def __init__(self, stall: StallWatch) -> None:
         self.stall = stall
         self.gaps: list[dict[str, Any]] = []
-        self._minute = ""
-        self._previous_line = 0
+        self.minute = "\0"  # the current stamps' text up to their minutes ("2026-01-01 10:04:")
+        self.previous_line = 0  # the last stamped line (the classifier keeps it)
 
     def stamp(self, state: StartupState, time: str, n: int, body: str) -> None:
-        """A stamped line at `n` (its time `time`; `state.last_time` is still the previous stamp)."""
-        previous, previous_line = state.last_time, self._previous_line
-        self._previous_line = n
-        minute = time.rpartition(":")[0]
-        if minute == self._minute:
-            return  # a gap past any limit (a minute or more) always changes the minute
-        self._minute = minute
+        """A stamped line at `n` whose minute differs from the previous stamp's (`state.last_time`): a gap
+        past any limit (a minute or more) always changes the minute, so other lines never come here."""
+        previous, previous_line = state.last_time, self.previous_line
+        self.minute = time.rpartition(":")[0] + ":"
         if previous is None or not _watching(state):
             return
         start, end = parse_seconds(previous), parse_seconds(time)
