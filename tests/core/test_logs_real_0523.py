@@ -77,3 +77,34 @@ def test_a_hub_id_offline_quotes_transformers_oserror_and_gets_the_hugging_face_
     assert error.text.endswith("installation#offline-mode'.")
     assert "LocalEntryNotFoundError" in error.values["context"][0]
     assert diagnose(analysis)[0].title == "No connection to Hugging Face"
+
+
+def test_a_hub_id_without_network_quotes_the_final_oserror_not_the_first_connecterror() -> None:
+    """The chain's first exceptions are printed with no traceback of their own (httpcore, httpx, the hub)."""
+    analysis = _explain("hub-id-no-network")
+    error = analysis.error
+    assert error is not None
+    assert error.text.startswith("OSError: We couldn't connect to 'https://huggingface.co'")
+    assert error.values["context"][0].startswith("httpcore.ConnectError")
+    assert diagnose(analysis)[0].title == "No connection to Hugging Face"
+
+
+def test_a_tiny_mem_fraction_static_is_quoted_as_given() -> None:
+    analysis = _explain("mem-fraction-too-small")
+    assert analysis.error is not None and analysis.error.error_class == "not_enough_memory"
+    assert analysis.facts["mem_fraction_static"] == 0.0001
+    mfs = next(s for s in diagnose(analysis)[0].suggestions if s.flag == "--mem-fraction-static")
+    assert mfs.why.startswith("Raise --mem-fraction-static from 0.0001 to ")
+
+
+def test_the_module_forms_deprecation_example_is_no_model_path() -> None:
+    """0.5.23's `python -m sglang.launch_server` warning (ready-module-form.log's first lines) in front of a
+    launch that dies before its server_args dump: `--model-path <model>` is an example, not the model."""
+    warning = (REAL / "ready-module-form.log").read_text().splitlines()[:3]
+    assert "sglang serve --model-path <model>" in warning[1]
+    log = "\n".join([*warning, *(REAL / "no-accelerator.log").read_text().splitlines()]) + "\n"
+    from sgtui.core.logs import classify_text
+
+    analysis = classify_text(log)
+    assert "model_path" not in analysis.facts
+    assert analysis.error is not None and analysis.error.text.startswith("RuntimeError: No accelerator")

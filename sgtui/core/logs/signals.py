@@ -12,7 +12,7 @@ from sgtui.core.logs.facts import FROM_ERROR, FactStore
 from sgtui.core.logs.failures import failure, names_a_flag_conflict
 from sgtui.core.logs.prefix import LINE_CAP
 from sgtui.core.logs.state import ANSWERED, STOPPED, TRACE_CUT, LogEvent, Signal, StartupState
-from sgtui.core.logs.traceback import TraceTracker
+from sgtui.core.logs.traceback import TraceTracker, exception_line
 
 MAX_SIGNALS = 400
 _TRACE_REACH = 400  # lines after a traceback's start in which its frames still say where a failure was
@@ -97,11 +97,15 @@ class FailureLog:
             rank = f"rank{values['failed_rank']}"  # torch's "[Rank 4] Watchdog caught ..."
         state.signals.append(Signal(error_class, strength, n, self.order, text, phase, time, values, rank))
         index = len(state.signals) - 1
-        if ends_trace and self.chained is not None and self.chained < index:
+        # an exception's own line: it ends a traceback, or Python printed it with no traceback of its own (a
+        # chain's earlier exceptions raised outside any frame: "httpcore.ConnectError: ..." then "The above
+        # exception was the direct cause ...")
+        named = ends_trace or "exception" in values or exception_line(body, in_traceback=False) is not None
+        if named and self.chained is not None and self.chained < index:
             index = self._merge_chain(self.chained, index)
         self.chained = None
-        self.trace_end = index if ends_trace else None
-        self.message_of = index if (ends_trace or "exception" in values) and strength != "death" else None
+        self.trace_end = index if named else None
+        self.message_of = index if named and strength != "death" else None
         self._message_lines = self._blank_lines = 0
         if values.get("crash"):
             self.crash = index
