@@ -73,7 +73,8 @@ def test_every_rule_needle_is_anchored() -> None:
 
 def test_an_exception_line_of_any_name_passes_and_prose_does_not() -> None:
     assert may_matter("torch._dynamo.exc.Unsupported: call_method", "t")
-    assert may_matter("KeyboardInterrupt: ", "K")
+    assert may_matter("urllib3.exceptions.ReadTimeoutError: read timed out", "u")
+    assert not may_matter("INFO:     Waiting for application startup.", "I")
     assert not may_matter("Some info message about nothing in particular, value=3.", "S")
     assert not may_matter("node-1:2345:2400 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", "n")
     assert may_matter("node-1:2345:2400 [0] NCCL WARN Cuda failure 700 'an illegal memory access'", "n")

@@ -4,7 +4,7 @@ for (NCCL's INFO chatter, library warnings, model-specific notes: most of a star
 Every substring a rule in milestones.py, info.py, failures.py, distributed.py or the classifier's own command
 and traceback checks needs is covered by one ANCHOR below (a needle or a shorter piece of it); a rule added
 there needs its anchor here (tests/core/test_logs_prefilter.py checks the rules' needles against it). An
-exception's own line outside a traceback is found by its shape (`Name: message` with no space in the name).
+exception's own line outside a traceback is found by its shape (`pkg.mod.Name: message`).
 
 Python's `re` tries every alternative at every position (slower than the rules it would spare), so the test is
 a chain of `in` checks, generated once from ANCHORS.
@@ -119,6 +119,7 @@ def may_matter(body: str, first: str) -> bool:
         return True
     if not first.isalpha():
         return False
-    # `Name: message` / `pkg.mod.Name: message`: an exception's own line (failures.exception_line's shape)
+    # `pkg.mod.Name: message`: an exception's own line outside a traceback (failures.exception_line's shape;
+    # a name ending in Error/Exception/Exit is an anchor already)
     colon = body.find(":", 0, 200)
-    return colon > 0 and " " not in body[:colon]
+    return colon > 0 and "." in body[:colon] and " " not in body[:colon]
