@@ -1,7 +1,7 @@
 """`sgtui explain` against `grep -c` on 1M-line logs of both shapes (run by hand). Target (issue 20): within
 10x of `grep -c` on each, in constant memory.
 
-    .venv/bin/python bench/bench_explain_shapes.py [--lines 1000000] [--dir /tmp] [--profile]
+    .venv/bin/python bench/bench_explain_shapes.py [--lines 1000000] [--dir /tmp] [--profile] [--per-line]
 
 Shapes:
 - serving: a 0.5.23 startup, then serving lines (bench_classifier.serving_lines: batch stats, access log);
@@ -12,7 +12,8 @@ Shapes:
 Each shape is timed as `grep -c error FILE` (a search a user would run; GNU grep's `grep -c ''` only counts
 newlines and is no baseline) and as `sgtui explain FILE --json` (a fresh interpreter each, best of 3
 wall-clock; peak RSS is the explain process's VmHWM). `--profile` also prints cProfile's top functions of
-one in-process `classify_file` per shape.
+one in-process `classify_file` per shape; `--per-line` prints the classifier's CPU time a line
+(`time.process_time`, best of 3, 100,000 lines) for lines no rule reads.
 """
 
 from __future__ import annotations
@@ -94,12 +95,38 @@ def profile(path: Path) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 
 
+PER_LINE = {
+    "prefixed note": "[2026-01-01 10:00:{:02d} TP0] Some info message about nothing in particular, value=3.",
+    "NCCL INFO": "node-1:2345:2400 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+    "warning": "/usr/lib/python3/site-packages/foo.py:53: UserWarning: Only CUDA, HIP and XPU support AWQ.",
+}
+
+
+def per_line_cpu() -> None:
+    from sgtui.core.logs import LogClassifier
+
+    for name, shape in PER_LINE.items():
+        text = "\n".join(shape.format(i % 60) for i in range(100_000)) + "\n"
+        best = float("inf")
+        for _ in range(3):
+            classifier = LogClassifier()
+            start = time.process_time()
+            for i in range(0, len(text), 65536):
+                classifier.feed(text[i : i + 65536])
+            best = min(best, time.process_time() - start)
+        print(f"{name}: {best / 100_000 * 1e6:.2f} us a line (CPU)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--dir", default="/tmp")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--per-line", action="store_true")
     args = parser.parse_args()
+    if args.per_line:
+        per_line_cpu()
+        return
     explain = [sys.executable, "-m", "sgtui.cli", "explain"]
     print("| shape | lines | `grep -c error` | `sgtui explain --json` | ratio | peak RSS |")
     print("|---|---|---|---|---|---|")
