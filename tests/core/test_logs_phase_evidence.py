@@ -81,3 +81,30 @@ def test_an_exception_after_decode_batches_happened_while_running() -> None:
     error = analysis.error
     assert error is not None and error.phase == "running" and error.rank == "TP0"
     assert [c.kind for c in error.consequences] == ["sigquit"]
+
+
+def test_a_long_torch_compile_traceback_through_the_capture_is_capturing_graphs() -> None:
+    """torch.compile's tracebacks run to hundreds of frames; their first frames still say where it was."""
+    site = "/usr/local/lib/python3.10/dist-packages"
+    lines = [
+        "[2025-05-16 10:48:21 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{site}/sglang/srt/model_executor/cuda_graph_runner.py", line 379, in capture',
+        "    ) = self.capture_one_batch_size(bs, forward)",
+    ]
+    for i in range(300):
+        lines += [f'  File "{site}/torch/_dynamo/eval_frame.py", line {i}, in _fn', "    return fn(*a)"]
+    lines.append("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError: boom")
+    error = classify_text(_log(*lines)).error
+    assert error is not None and (error.error_class, error.phase) == ("cuda_graph_failed", "capturing_graphs")
+
+
+def test_openai_api_answers_are_requests_served() -> None:
+    """The warm-up posts to /generate; a 200 on the OpenAI API is a client's request being served."""
+    analysis = classify_text(
+        _log(
+            '[2025-06-26 07:25:01] INFO:     10.0.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+            "[2025-06-26 07:25:01 TP0] Prefill batch. #new-seq: 1, #new-token: 80, #cached-token: 0, "
+            "token usage: 0.01, #running-req: 3, #queue-req: 0",
+        )
+    )
+    assert analysis.outcome == "ready"

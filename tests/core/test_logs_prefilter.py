@@ -39,6 +39,7 @@ SECONDARY = {
     "HTTP/1.": "the access-log fast path",
     '" 200': "the access-log fast path",
     "POST ": "the access-log fast path",
+    "POST /v1/": "the access-log fast path",
     "\r": "line hygiene",
     "\x1b": "line hygiene",
     "it/s][": "line hygiene",

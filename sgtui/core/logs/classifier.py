@@ -197,6 +197,9 @@ class LogClassifier:
         if "HTTP/1." in raw:
             if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
                 self._first_answer(raw, n, events)
+            elif not self._decoding and "POST /v1/" in raw and '" 200' in raw:
+                self._first_decode(raw, n, events)  # a client's answered OpenAI request (the warm-up posts to
+                # /generate): requests are served, as a decode batch shows
             return  # the access log: only its first answered POST after Uvicorn starts means anything
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")

@@ -91,7 +91,7 @@ class FailureLog:
         self.order += 1
         text = body[:1000]
         rank = " ".join(ranks) or None
-        if rank is None and trace.frames and n - trace.started <= _TRACE_REACH:
+        if rank is None and self._in_trace(n):
             rank = trace.rank  # the record the traceback is part of ("[... TP3] Scheduler hit an exception")
         if rank is None and isinstance(values.get("failed_rank"), int):
             rank = f"rank{values['failed_rank']}"  # torch's "[Rank 4] Watchdog caught ..."
@@ -193,11 +193,17 @@ class FailureLog:
         self.state.signals[index] = replace(signal, text=text, values=values)
         self.state.invalidate()
 
+    def _in_trace(self, n: int) -> bool:
+        """The traceback read last still speaks for line `n`: it is near, or nothing marked progress since it
+        began (a torch.compile or Triton traceback runs to hundreds of frames)."""
+        trace = self.trace
+        return bool(trace.frames) and (n - trace.started <= _TRACE_REACH or trace.open is not None)
+
     def phase_now(self, n: int) -> str:
         """The phase a failure seen at line `n` happened in: the frames of the traceback just before it first
         (other ranks' milestones may interleave with its lines), then the milestones (after ready, the server
         was serving requests)."""
-        if self.trace.frames and n - self.trace.started <= _TRACE_REACH:
+        if self._in_trace(n):
             from_frames = self.trace.phase()
             if from_frames is not None:
                 return from_frames
