@@ -108,3 +108,31 @@ def test_openai_api_answers_are_requests_served() -> None:
         )
     )
     assert analysis.outcome == "ready"
+
+
+def test_an_argument_check_is_told_by_sglangs_innermost_frame() -> None:
+    """A value SGLang's argument code rejects through a library (enum) is an argument error; a failure under
+    server_args.resolve_once but raised in other SGLang code (device detection, model config) is not."""
+    site = "/venv/lib/python3.11/site-packages"
+    head = [
+        "Traceback (most recent call last):",
+        f'  File "{site}/sglang/srt/server_args.py", line 277, in resolve_once',
+        "    run_resolution_pipeline(self)",
+    ]
+    through_enum = _log(
+        *head,
+        f'  File "{site}/sglang/srt/arg_groups/serving_hook.py", line 40, in handle_backend',
+        "    backend = AttentionBackend(server_args.attention_backend)",
+        '  File "/usr/lib/python3.11/enum.py", line 712, in __call__',
+        "    return cls.__new__(cls, value)",
+        "ValueError: 'flashinfr' is not a valid AttentionBackend",
+    )
+    elsewhere = _log(
+        *head,
+        f'  File "{site}/sglang/srt/configs/model_config.py", line 328, in load_pointer_head',
+        "    path = cached_file(",
+        "ValueError: cannot read the model's config",
+    )
+    first, second = classify_text(through_enum).error, classify_text(elsewhere).error
+    assert first is not None and first.error_class == "incompatible_flags"
+    assert second is not None and second.error_class == "other"

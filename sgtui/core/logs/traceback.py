@@ -107,7 +107,7 @@ class TraceTracker:
         self.tail = False  # the previous line was a frame or its source: this one may end the traceback
         self.at_exit = False  # a frame of the exit machinery (multiprocessing's resource tracker)
         self.rank: str | None = None  # the rank tag of the record the traceback started in
-        self.raised_in_args = False  # the innermost frame is SGLang's argument code: an argument check failed
+        self.raised_in_args = False  # SGLang's innermost frame is its argument code: an argument check failed
 
     def line(self, body: str, first: str, time: str | None) -> str | None:
         """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
@@ -145,12 +145,13 @@ class TraceTracker:
     def frame(self, body: str) -> None:
         self.after_frame = True
         self.last_frame = frame_file(body)
-        # only where the exception is raised counts: 0.5.23's server_args.resolve_once also runs the device
-        # detection and imports whole model code, whose failures are no argument check
-        self.raised_in_args = self.last_frame == "server_args.py" or "/arg_groups/" in body
         self.frames += 1
         if "sglang/" in body and _SGLANG_FRAME.search(body):
             self.in_sglang = True
+            # only SGLang's innermost frame counts (a library's below it, enum's or argparse's, does not):
+            # 0.5.23's server_args.resolve_once also runs the device detection and imports whole model code,
+            # whose failures are no argument check
+            self.raised_in_args = self.last_frame == "server_args.py" or "/arg_groups/" in body
         if "/multiprocessing/" in body or "atexit" in body:
             self.at_exit = True
         func = frame_func(body)
