@@ -280,7 +280,7 @@ class LogClassifier:
         if first == "#":
             comment(self, body)
             return
-        if self._traceback_line(body, first, time):
+        if (first in " FrT" or self.trace.after_frame) and self._traceback_line(body, first, time):
             return
         tail, self.trace.tail = self.trace.tail, False
         if (first == "D" or first == "T") and body.startswith(CHAIN_MARKERS):
