@@ -36,10 +36,8 @@ from sgtui.core.logs.server_args import ArgsDump, looks_like_command, parse_comm
 from sgtui.core.logs.signals import CHAIN_MARKERS, FailureLog
 from sgtui.core.logs.stall import StallWatch
 from sgtui.core.logs.state import (
-    ANSWERED,
     MILESTONE_PHASE,
     PHASES,
-    SERVED,
     STOPPED,
     LogEvent,
     Milestone,
@@ -47,6 +45,7 @@ from sgtui.core.logs.state import (
     parse_seconds,
 )
 from sgtui.core.logs.traceback import TraceTracker, exception_line
+from sgtui.core.logs.traffic import first_answer, first_batch, first_decode
 
 if TYPE_CHECKING:
     from sgtui.core.logs.analysis import LogAnalysis
@@ -77,8 +76,8 @@ class LogClassifier:
         self._ranks: tuple[str, ...] = ()
         self._ranks_kept: tuple[str, ...] = ()
         self._last_milestone_line = 0
-        self._batches_seen = False
-        self._decoding = False
+        self.batches_seen = False
+        self.decoding = False
         self._last_record_line = 0
         self._exception_ignored = False
         self._finished = False
@@ -186,20 +185,19 @@ class LogClassifier:
         # server runs batches (warm-up or requests), which a pasted tail may show nothing else of. The last
         # prefill is kept unparsed: it names the request a serving-time OOM hit.
         if "Decode batch" in raw:
-            if not self._decoding:
-                self._first_decode(raw, n, events)
+            if not self.decoding:
+                first_decode(self, raw, n, events)
             return
         if "Prefill batch" in raw:
             self.last_prefill = (n, raw)
-            if not self._batches_seen:
-                self._first_batch(raw, n, events)
+            if not self.batches_seen:
+                first_batch(self, raw, n, events)
             return
         if "HTTP/1." in raw:
             if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
-                self._first_answer(raw, n, events)
-            elif not self._decoding and "POST /v1/" in raw and '" 200' in raw:
-                self._first_decode(raw, n, events)  # a client's answered OpenAI request (the warm-up posts to
-                # /generate): requests are served, as a decode batch shows
+                first_answer(self, raw, n, events)
+            elif not self.decoding and "POST /v1/" in raw and '" 200' in raw:
+                first_decode(self, raw, n, events)  # a client's OpenAI request (the warm-up posts /generate)
             return  # the access log: only its first answered POST after Uvicorn starts means anything
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")
@@ -213,31 +211,6 @@ class LogClassifier:
             self._record(raw[:cut], n, events)
             raw = raw[cut:]
         self._record(raw, n, events)
-
-    def _first_batch(self, raw: str, n: int, events: list[LogEvent]) -> None:
-        self._batches_seen = True
-        time = split_prefix(raw)[0]
-        self.advance("serving", n, time, parse_seconds(time), events)
-
-    def _first_decode(self, raw: str, n: int, events: list[LogEvent]) -> None:
-        """SGLang logs a decode batch every --decode-log-interval (40) steps: the warm-up's few tokens never
-        reach one, so a "Decode batch" line is requests being served (a pasted tail may show nothing else)."""
-        self._decoding = True
-        if not self._batches_seen:
-            self._first_batch(raw, n, events)
-        if "ready" not in self.state.milestones and ANSWERED not in self.state.notes:
-            self.state.notes.add(SERVED)
-            time = split_prefix(raw)[0]
-            self.advance("ready", n, time, parse_seconds(time), events)
-
-    def _first_answer(self, raw: str, n: int, events: list[LogEvent]) -> None:
-        """The server answered a request (the warm-up's or a client's): it serves, even in versions that
-        never print "fired up and ready to roll"."""
-        self.awaiting_first_answer = False
-        if "ready" not in self.state.milestones:
-            self.state.notes.add(ANSWERED)
-            time, _, _ = split_prefix(raw)
-            self.advance("ready", n, time, parse_seconds(time), events)
 
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
         if line[:1] == "[" and line[11:12] != "T" and line[1:5] != "pod/":
@@ -321,10 +294,8 @@ class LogClassifier:
         kind = self.trace.line(body, first, time)
         if kind == "frame" and self.failures.crash is not None:
             self.failures.update_crash_phase()
-        elif kind == "thread":
-            self.failures.crash = (
-                None  # faulthandler's other threads: only the current thread's stack says where
-            )
+        elif kind == "thread":  # faulthandler's other threads: only the current thread's stack says where
+            self.failures.crash = None
             return False
         return kind is not None
 
