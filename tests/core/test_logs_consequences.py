@@ -180,3 +180,22 @@ def test_an_exception_on_one_rank_before_the_others_time_out_is_the_root() -> No
     error = classify_text(log).error
     assert error is not None and error.text.startswith("ValueError")
     assert error.rank == "TP3" and [c.kind for c in error.consequences] == ["nccl"]
+
+
+def test_an_error_survived_long_before_the_timeout_is_not_its_cause() -> None:
+    """An exception hours before a 600 s collective timeout did not start that wait."""
+    log = _log(
+        *READY,
+        "[2024-10-16 01:00:00 TP3] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 608, in '
+        "event_loop_normal",
+        "    result = self.run_batch(batch)",
+        "ValueError: token id 151936 out of range",
+        "[2024-10-16 01:00:01 TP0] Decode batch. #running-req: 3, #token: 900, token usage: 0.01, "
+        "gen throughput (token/s): 80.1, #queue-req: 0",
+        "[2024-10-16 03:31:38 TP1] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=9141, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600071 "
+        "milliseconds before timing out.",
+    )
+    error = classify_text(log).error
+    assert error is not None and error.error_class == "nccl" and error.rank == "TP1"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sgtui.core.logs.state import STOPPED, Consequence, ErrorInfo, Signal, StartupState
+from sgtui.core.logs.state import STOPPED, Consequence, ErrorInfo, Signal, StartupState, parse_seconds
 
 # When two causes are in one log, the one earlier here is the root: an OOM explains a later NCCL timeout,
 # a bind error explains the warm-up's connection refused.
@@ -69,13 +69,24 @@ def is_consequence(signal: Signal) -> bool:
     return False
 
 
+_SLACK_S = 300.0  # besides the timeout itself: the failure, then the wait that ends in the timeout
+
+
 def _earlier_root(signals: list[Signal], chosen: Signal) -> Signal | None:
     """The earliest failure before `chosen` (a consequence class) that is not itself a consequence: a fatal
-    signal or CUDA fault, an exception, a fatal or causal line of another class."""
+    signal or CUDA fault, an exception, a fatal or causal line of another class, no earlier than the wait
+    that ended in `chosen` began (its timeout: NCCL's, SGLang's watchdog's; 600 s when it names none): an
+    error the server survived long before is not what its peers timed out on."""
+    end = parse_seconds(chosen.time)
+    values = chosen.values
+    timeout = values.get("timeout_s") or values.get("watchdog_timeout") or values.get("stuck_s") or 600.0
     for s in sorted(signals, key=lambda s: s.order):
         if s.order >= chosen.order:
             return None
         if is_consequence(s) or s.strength == "weak":
+            continue
+        start = parse_seconds(s.time)
+        if end is not None and start is not None and end - start > float(timeout) + _SLACK_S:
             continue
         if s.strength in ("fatal", "cause", "generic") or s.values.get("crash"):
             return s

@@ -90,6 +90,8 @@ class FailureLog:
             return
         self.order += 1
         text = body[:1000]
+        if time is None and self._in_trace(n):
+            time = trace.started_time  # an exception line has no prefix: its record's time
         rank = " ".join(ranks) or None
         if rank is None and self._in_trace(n):
             rank = trace.rank  # the record the traceback is part of ("[... TP3] Scheduler hit an exception")

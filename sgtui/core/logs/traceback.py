@@ -94,6 +94,7 @@ class TraceTracker:
     def __init__(self) -> None:
         self.open: tuple[int, str | None] | None = None  # (line, time) of a traceback nothing outlived yet
         self.started = 0  # the line the last traceback started on
+        self.started_time: str | None = None  # the time of the record it started in
         self.frames = 0
         self.in_sglang = False
         self.after_frame = False  # the line after `File "..."` is that frame's source code
@@ -136,6 +137,7 @@ class TraceTracker:
     def start(self, n: int, time: str | None, ignored: bool) -> None:
         self.open = (n, time)
         self.started = n
+        self.started_time = time
         self.frames = 0
         self.in_sglang = False
         self.hint = None
