@@ -101,3 +101,15 @@ def test_the_watch_allows_graph_capture_minutes_not_an_hour() -> None:
     clock[0] = 151.0
     event = live.check_stall()
     assert event is not None and event.values["limit_s"] == 150.0
+
+
+def test_a_tail_of_a_running_server_is_no_stalled_startup() -> None:
+    """An hour of a server's own records after its batches began: nothing to time, no stall."""
+    log = _log(
+        "[2025-05-16 10:00:00 TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: "
+        "0.00, #running-req: 0, #queue-req: 0",
+        "[2025-05-16 10:30:00 TP0] Cache flushed successfully!",
+        "[2025-05-16 11:00:00 TP0] Cache flushed successfully!",
+    )
+    analysis = classify_text(log)
+    assert not analysis.stalled and analysis.state.phase_at_end is None

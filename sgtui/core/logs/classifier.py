@@ -125,7 +125,8 @@ class LogClassifier:
         if not self._finished:
             self._finished = True
             self.failures.at_end(self._last_record_line, self._last_milestone_line, events)
-            self.gaps.at_end(self.state, self.line_count)
+            if not self.batches_seen:  # a server running batches is past its startup
+                self.gaps.at_end(self.state, self.line_count)
         return events
 
     def process_exited(self, returncode: int | None) -> list[LogEvent]:

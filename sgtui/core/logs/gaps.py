@@ -62,8 +62,8 @@ class GapWatch:
     def at_end(self, state: StartupState, line: int) -> None:
         """The log ends mid-phase: how long the phase had run at its last line, and a stall when it had gone
         without progress past its limit (a cut or hung launch; not a failure, as in the live watch)."""
-        if not _watching(state) or state.exited:
-            return
+        if not _watching(state) or state.exited or not state.milestones:
+            return  # a launch must be visible (a pasted tail of a running server has no startup to time)
         phase = state.reached
         now = state.last_seconds
         if now is None:
