@@ -198,3 +198,17 @@ def test_a_group_term_is_a_stop_not_a_crash() -> None:
     )
     analysis = classify_text(log)
     assert analysis.error is None and analysis.outcome == "ready"
+
+
+def test_a_flag_quoted_in_an_exceptions_message_lines_is_no_fact() -> None:
+    """The message's later lines are the exception's words, even when they name sglang and a flag."""
+    log = _log(
+        "Traceback (most recent call last):",
+        f'  File "{SITE}/sglang/srt/configs/model_config.py", line 328, in load_pointer_head',
+        "    raise OSError(msg)",
+        "OSError: the model could not be found.",
+        "Run sglang with --model-path pointing at a local folder, or a hub id.",
+    )
+    analysis = classify_text(log)
+    assert "model_path" not in analysis.facts
+    assert analysis.error is not None and "pointing at a local folder" in analysis.error.text

@@ -75,6 +75,7 @@ class LogClassifier:
         self._buf_overflow = False
         self._ranks: tuple[str, ...] = ()
         self._ranks_kept: tuple[str, ...] = ()
+        self._in_message = False
         self._last_milestone_line = 0
         self.batches_seen = False
         self.decoding = False
@@ -226,8 +227,10 @@ class LogClassifier:
                 self._close_args(events)
             return
         body = body.rstrip()
-        if self.failures.message_of is not None:
-            self.failures.continue_message(body, time, ranks)
+        # a line of an exception's message: its words (a flag quoted in a sentence) are no command
+        self._in_message = self.failures.message_of is not None and self.failures.continue_message(
+            body, time, ranks
+        )
         if not body:
             return
         if time is not None:
@@ -280,7 +283,7 @@ class LogClassifier:
             progress(self, body, n, time, ranks, events)
             return
         info_line(self, body, n, time, ranks, events)
-        if "--" in body and looks_like_command(body) and "usage:" not in body and "[--" not in body:
+        if "--" in body and not self._in_message and _command(body):
             self.facts(parse_command_flags(body), FROM_COMMAND)
         found = failure(body)
         if found is None and tail:
@@ -369,3 +372,9 @@ class LogClassifier:
 
     def open_args(self, dump: ArgsDump) -> None:
         self.args = dump
+
+
+def _command(body: str) -> bool:
+    """A launch command echoed or pasted into the log (not argparse's usage text, whose `[--flag X]` are
+    placeholders)."""
+    return looks_like_command(body) and "usage:" not in body and "[--" not in body

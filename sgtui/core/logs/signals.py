@@ -157,20 +157,20 @@ class FailureLog:
         self.state.invalidate()
         return first
 
-    def continue_message(self, body: str, time: str | None, ranks: tuple[str, ...]) -> None:
+    def continue_message(self, body: str, time: str | None, ranks: tuple[str, ...]) -> bool:
         """A line after an exception's own line that carries on its message (`ImportError:` then the text on
-        the next lines, a message with line breaks): joined to the quoted text. A logged record, a traceback,
-        a line that is a signal of its own, two blank lines or the cap end the message."""
+        the next lines, a message with line breaks): joined to the quoted text (True). A logged record, a
+        traceback, a line that is a signal of its own, two blank lines or the cap end the message."""
         index = self.message_of
         if index is None or index >= len(self.state.signals):
             self.message_of = None
-            return
+            return False
         stripped = body.strip()
         if not stripped:
             self._blank_lines += 1
             if self._blank_lines >= 2:
                 self.message_of = None
-            return
+            return False
         self._blank_lines = 0
         if (
             time is not None
@@ -180,11 +180,11 @@ class FailureLog:
             or _is_signal(stripped)
         ):
             self.message_of = None
-            return
+            return False
         signal = self.state.signals[index]
         if len(signal.text) >= _MESSAGE_CHARS:
             self.message_of = None
-            return
+            return False
         self._message_lines += 1
         sep = "" if signal.text.endswith(" ") else " "
         text = (signal.text + sep + stripped)[:_MESSAGE_CHARS]
@@ -194,6 +194,7 @@ class FailureLog:
             values = {**values, "message": (message + " " + stripped if message else stripped)[:300]}
         self.state.signals[index] = replace(signal, text=text, values=values)
         self.state.invalidate()
+        return True
 
     def _in_trace(self, n: int) -> bool:
         """The traceback read last still speaks for line `n`: it is near, or nothing marked progress since it
