@@ -95,6 +95,7 @@ def test_a_tiny_mem_fraction_static_is_quoted_as_given() -> None:
     assert analysis.facts["mem_fraction_static"] == 0.0001
     mfs = next(s for s in diagnose(analysis)[0].suggestions if s.flag == "--mem-fraction-static")
     assert mfs.why.startswith("Raise --mem-fraction-static from 0.0001 to ")
+    assert "The weights took 0.00 GiB per GPU" in diagnose(analysis)[0].detail  # SGLang printed -0.01
 
 
 def test_the_module_forms_deprecation_example_is_no_model_path() -> None:
