@@ -38,6 +38,7 @@ from sgtui.remote.run_records import (
     parse_run_listing,
     preview_from_marker,
     status_from_marker,
+    steps_from_marker,
 )
 from sgtui.remote.tail import LogChunk, follow, read_rest
 from sgtui.remote.targets import Target, container_ended, container_restarted_since, explain_failure
@@ -134,6 +135,12 @@ class RunManager:
             command["node_rank"] = node_rank
             command["run_id"] = run_id
         files = {"command.json": json.dumps(command, ensure_ascii=False) + "\n"}
+        size = len(files["command.json"].encode("utf-8"))
+        if size > runscripts.RECORD_MAX_BYTES:  # the listing reads no more of it back: it would be foreign
+            raise shell.ShellError(
+                f"this launch's arguments and env take {size} bytes in its record (command.json); sgtui "
+                f"keeps at most {runscripts.RECORD_MAX_BYTES} bytes per run: pass large values through a file"
+            )
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
         script = runscripts.detach_script(self.runs_dir, name, argv, env, log_name=LOG_NAME, files=files)
@@ -144,9 +151,9 @@ class RunManager:
         run_dir = str(marker.get("run_dir") or "")
         try:
             pid, pgid, start, boot = checked_ids(marker)
-            expected = f"{self.runs_dir}/{name}" if self.runs_dir else f"/sgtui/runs/{name}"
-            if not run_dir.startswith("/") or not run_dir.endswith(expected):
-                raise shell.ShellError(f"run dir {run_dir!r} is not {expected}")
+            # the runs dir as the target resolved it (walk_dir): a configured path may go through links
+            if not run_dir.startswith("/") or run_dir.rsplit("/", 1)[-1] != name:
+                raise shell.ShellError(f"run dir {run_dir!r} is not RUNS_DIR/{name}")
         except (shell.ShellError, KeyError) as exc:
             raise RunError(f"{self.where}: the launch reported nonsense ({exc})") from None
         self.runs_dir = run_dir.rsplit("/", 1)[0]
@@ -234,7 +241,10 @@ class RunManager:
         grace: float = 10.0,
         on_progress: Callable[[float, int], None] | None = None,
     ) -> StopResult:
-        """TERM the run's process group, wait up to `grace` s, then KILL; confirm nothing is left.
+        """TERM the server's main process and give it `grace` s to drain and end (SGLang stops its own
+        children), then TERM the group, then KILL; confirm nothing is left (runscripts.stop_script).
+        `StopResult.steps` has the time of each step. The stop records itself in the run dir first, so
+        the run then reads STOPPED.
 
         `on_progress(seconds_since_term, live_members)` is called about every 0.25 s while waiting.
         Raises PidReusedError (nothing is signalled) when the pid belongs to another process now, and
@@ -284,6 +294,7 @@ class RunManager:
             int(marker.get("members", 0)),
             time.monotonic() - t0,
             left_from_marker(marker),
+            steps_from_marker(marker),
         )
 
     async def tail(self, run: RunRecord, offset: int = 0) -> AsyncIterator[LogChunk]:

@@ -17,11 +17,19 @@ from sgtui.core.runscripts.checks import (
 from sgtui.core.shell import BASH, MARKER, ShellError, _check_value, check_env, inner_command, marker_line
 
 DEFAULT_RUNS_DIR_TEXT = "${XDG_STATE_HOME:-$HOME/.local/state}/sgtui/runs"
+LOG_FILE = "server.log"  # the run's log in its run dir
+# The most a run's command.json may hold, and what the listing reads of it: its argv and env, where one
+# argument alone may be 128 KiB (shell.MAX_ARG_STRLEN); a launch that would write more is refused.
+RECORD_MAX_BYTES = 1 << 20
+STOPPED_FILE = "stopped"  # written (0600) by a stop before its first signal: the run was stopped by sgtui
 RUN_ID_VAR = "SGTUI_RUN_ID"
 ENV_FILE = "env"
 # The runner bash: loads the env file, runs argv, writes the exit code next to the log (atomically, with
-# only builtins and `command -p`, so a PATH from the profile cannot break it).
+# only builtins and `command -p`, so a PATH from the profile cannot break it). Its TERM trap is a command,
+# not an ignore, so the server still gets the default TERM; a TERM to the whole group then waits for the
+# server to end and the exit code is still written.
 RUNNER = (
+    "trap : TERM; "
     'while IFS= read -r -d "" kv; do export "$kv"; done < "${0%/*}/' + ENV_FILE + '"; '
     '"$@"; rc=$?; echo $rc > "$0.rc.tmp" && command -p mv -f "$0.rc.tmp" "$0.rc"'
 )
@@ -51,7 +59,7 @@ def detach_script(
     argv: Sequence[str],
     env: Mapping[str, str] | None = None,
     *,
-    log_name: str = "server.log",
+    log_name: str = LOG_FILE,
     files: Mapping[str, str] | None = None,
 ) -> str:
     """Start argv detached (setsid nohup) in the fresh run dir RUNS/RUN_ID, its output in a fresh log.
@@ -103,8 +111,9 @@ def detach_script(
         + _runs_var(runs_dir)
         + f"ID={shlex.quote(run_id)}\n"
         + 'runs_root || fail no-home "$why"\n'
-        + 'if [ ! -d "$R" ] && [ ! -L "$R" ]; then mkdir -p -- "$R" || fail run-dir; fi\n'
-        + 'above_ok "$R" || fail unsafe "$why"\n'
+        # resolved once, component by component (walk_dir): every write below goes to RP, never back
+        # through a path someone else could change
+        + 'walk_dir "$R" 1; case $? in 0) R=$RP ;; 3) fail run-dir "$why" ;; *) fail unsafe "$why" ;; esac\n'
         + 'dir_ok "$R" || fail unsafe "$why"\n'
         + f'd=$R/$ID; log="$d"/{shlex.quote(_safe_name(log_name))}\n'
         + 'if [ -e "$log" ]; then fail log-exists; fi\n'
@@ -148,7 +157,8 @@ def list_script(runs_dir: str | None) -> str:
     Per entry: `@@run NAME` (characters sgtui never writes shown as ?), `@@foreign REASON` when a check
     failed, `@@owner NAME`, and the files, never read through a symlink: `@@run.json= TEXT` for a
     one-line record in a run dir that passed the checks (only we can have written it), else
-    `@@run.json B64` (base64, at most 64 KiB, so nothing in it can forge a line); likewise command.json.
+    `@@run.json B64` (base64, at most RECORD_MAX_BYTES, so nothing in it can forge a line); likewise
+    command.json.
     Then the marker: {"runs_dir"} or {"runs_dir", "unsafe": REASON} when
     the runs dir itself is not ours (nothing under it is listed), or {"error": "no-home", "why"}.
     """
@@ -160,8 +170,9 @@ def list_script(runs_dir: str | None) -> str:
         + _runs_var(runs_dir)
         + 'if ! runs_root; then json=$(printf \'{"error":"no-home","why":"%s"}\' "$(jesc "$why")"); '
         + f"{marker_line()}; exit 0; fi\n"
-        + 'if [ -e "$R" ] || [ -L "$R" ]; then\n'
-        + '  if ! above_ok "$R" || ! dir_ok "$R"; then\n'
+        + 'walk_dir "$R"; w=$?; [ $w = 0 ] && R=$RP\n'
+        + 'if [ $w != 2 ]; then\n'
+        + '  if [ $w != 0 ] || ! dir_ok "$R"; then\n'
         + '    json=$(printf \'{"runs_dir":"%s","unsafe":"%s"}\' "$(jesc "$R")" "$(jesc "$why")")\n'
         + f"    {marker_line()}; exit 0\n"
         + "  fi\n"
@@ -195,9 +206,11 @@ def list_script(runs_dir: str | None) -> str:
         + '      if [ -L "$d/$f" ]; then no "$R/$safe/$f is a symbolic link"\n'
         + '      elif [ -f "$d/$f" ] && [ -r "$d/$f" ]; then\n'
         + "        c=; [ -n \"$ok\" ] && { IFS= read -r -d '' c < \"$d/$f\"; c=${c%$'\\n'}; }\n"
-        + "        if [ -n \"$c\" ] && [[ $c != *$'\\n'* ]] && [ ${#c} -le 65536 ]; then "
+        + "        if [ -n \"$c\" ] && [[ $c != *$'\\n'* ]] && [ ${#c} -le "
+        + f"{RECORD_MAX_BYTES} ]; then "
         + 'printf \'@@%s= %s\\n\' "$f" "$c"\n'
-        + "        else printf '@@%s ' \"$f\"; head -c 65536 \"$d/$f\" | base64 | tr -d '\\n'; echo; fi\n"
+        + f"        else printf '@@%s ' \"$f\"; head -c {RECORD_MAX_BYTES + 1} \"$d/$f\" | base64 | tr -d "
+        + "'\\n'; echo; fi\n"
         + "      fi\n"
         + "    done\n"
         + "  done\n"
@@ -210,7 +223,11 @@ def list_script(runs_dir: str | None) -> str:
 def _group_prologue(pgid: int, start: int | None, boot: str | None, run_dir: str | None) -> str:
     """Sets G and `reused`: "boot" after a reboot, 1 when pid G exists but is not our group leader
     (another start time, or not the leader of its own group and session, as setsid left ours). With a
-    run dir, `foreign` holds the reason when it (or the runs dir above it) is not ours."""
+    run dir, `foreign` holds the reason when it (or the runs dir above it) is not ours.
+
+    A run dir that is gone (removed while its server runs) sets `gone`: the record already read (and held
+    by the caller) still identifies the run by pid, start time and boot id, and then the group leader must
+    also be ours (uid) and be sgtui's runner for that run dir's log, or the run is `foreign`."""
     g, st, bt = check_pgid(pgid), check_start(start), check_boot(boot)
     rd = ""
     if run_dir is not None:
@@ -222,12 +239,21 @@ def _group_prologue(pgid: int, start: int | None, boot: str | None, run_dir: str
         + PROC_FNS
         + SAFE_FNS
         + f"G={g}; START={st if st is not None else -1}; BOOT={shlex.quote(bt)}; RD={shlex.quote(rd)}\n"
-        + 'foreign=; if [ -n "$RD" ] && ! run_dir_ok "$RD"; then foreign=$why; fi\n'
+        + "foreign=; gone=\n"
+        + 'if [ -n "$RD" ] && [ ! -e "$RD" ] && [ ! -L "$RD" ]; then gone=1\n'
+        + 'elif [ -n "$RD" ] && ! run_dir_ok "$RD"; then foreign=$why; fi\n'
         + "cur_boot=$(boot_id)\n"
         + "reused=0\n"
         + 'if [ -n "$BOOT" ] && [ "$cur_boot" != "$BOOT" ]; then reused=boot; '
         + 'elif proc_stat "$G" && { { [ "$START" != -1 ] && [ "$st_start" != "$START" ]; } '
         + '|| [ "$st_pgrp" != "$G" ] || [ "$st_sid" != "$G" ]; }; then reused=1; fi\n'
+        + 'if [ -n "$gone" ] && [ "$reused" = 0 ] && proc_stat "$G"; then\n'
+        + '  cl=(); mapfile -d "" -t cl < "/proc/$G/cmdline" 2>/dev/null\n'
+        + '  if [ "$(stat -c %u "/proc/$G" 2>/dev/null)" != "$ME" ] '
+        + f'|| [ "${{cl[5]:-}}" != "$RD/{LOG_FILE}" ]; then\n'
+        + '    foreign="its run dir $RD was removed, and process group $G is not sgtui\'s runner for it"\n'
+        + "  fi\n"
+        + "fi\n"
     )
 
 
@@ -242,11 +268,13 @@ def _foreign_exit(code: int) -> str:
 def status_script(
     pgid: int, start: int | None, boot: str | None, log_path: str, *, run_dir: str | None = None
 ) -> str:
-    """Report a run's state as a marker line: {"reused", "members", "rc"} (rc null while unknown).
+    """Report a run's state as a marker line: {"reused", "members", "rc", "stopped"} (rc null while
+    unknown; "stopped" true when a stop by sgtui recorded itself in the run dir).
 
     Zombies do not count as members: PID 1 may reap orphans seconds late. When the run is gone without an
     exit code, "free_kib" (space left where the log is) and "rc_tmp" ("empty" when the exit code file
-    was created but could not be written) tell a full disk. A run dir that is not ours: {"foreign"}.
+    was created but could not be written) tell a full disk. A run dir that is not ours: {"foreign"}. A run
+    dir that was removed adds "gone": true (the state then comes from the processes alone).
     """
     return (
         _group_prologue(pgid, start, boot, run_dir)
@@ -254,9 +282,11 @@ def status_script(
         + f"rcf={shlex.quote(log_path + '.rc')}\n"
         'rc=null; [ -r "$rcf" ] && rc=$(cat "$rcf")\n'
         "[[ $rc =~ ^-?[0-9]{1,10}$ ]] || rc=null\n"
+        f'stopped=false; [ -f "${{rcf%/*}}/{STOPPED_FILE}" ] && stopped=true\n'
         'if [ "$reused" = 0 ]; then members=$(group_members); else members=0; fi\n'
-        'json=$(printf \'{"reused":"%s","members":%s,"rc":%s}\' "$reused" "$members" "$rc")\n'
-        'if [ "$reused" = 0 ] && [ "$members" = 0 ] && [ "$rc" = null ]; then\n'
+        'json=$(printf \'{"reused":"%s","members":%s,"rc":%s,"stopped":%s,"gone":%s}\' "$reused" "$members" '
+        '"$rc" "$stopped" "$([ -n "$gone" ] && echo true || echo false)")\n'
+        'if [ "$reused" = 0 ] && [ "$members" = 0 ] && [ "$rc" = null ] && [ -z "$gone" ]; then\n'
         "  free=$(df -Pk -- \"${rcf%/*}\" 2>/dev/null | awk 'NR==2 {print $4}')\n"
         "  [[ $free =~ ^[0-9]{1,20}$ ]] || free=null\n"
         '  tmp=absent; [ -e "$rcf.tmp" ] && { [ -s "$rcf.tmp" ] && tmp=written || tmp=empty; }\n'
@@ -272,17 +302,35 @@ def stop_script(
     boot: str | None,
     grace: float,
     *,
+    group_wait: float | None = None,
     kill_wait: float = 5.0,
     run_dir: str | None = None,
     run_id: str | None = None,
 ) -> str:
-    """TERM the process group, wait up to `grace` (printing progress), KILL what is left, confirm.
+    """Stop a run the way SGLang shuts down cleanly, then make sure: TERM to the server's main process,
+    up to `grace` s for it to drain and end; TERM to the group, up to `group_wait` s (default: the grace,
+    at most 5 s); KILL to the group; confirm.
+
+    Why the main process first: SGLang's tokenizer manager turns SIGTERM into a drain
+    (`SignalHandler.sigterm_handler` sets `gracefully_exit`; `TokenizerManager.sigterm_watchdog` polls
+    it every 5 s, logs "Gracefully exiting... Remaining number of requests N" until N is 0, sends the
+    schedulers a ShutdownReq, waits up to 15 s for them and kills what is left of its own tree:
+    sglang/srt/managers/tokenizer_manager.py, 0.5.23; 0.4.0 has the same watchdog and kills its tree
+    with `kill_process_tree(os.getpid(), include_parent=True)`). A TERM to the whole group reaches the
+    schedulers first, and SGLang logs their death as a crash ("Subprocess scheduler_0 ... crashed ...
+    Triggering SIGQUIT for cleanup"). Releases without the handler end on the default TERM, and the group
+    TERM and KILL that follow take whatever is left either way.
+
+    Before the first signal the stop records itself in the run dir (`stopped`, 0600), so the run then
+    reads `stopped`, not `dead`; the runner's TERM trap still writes the exit code.
 
     Refuses (marker {"result": "pid-reused"}, exit 3) when the pid now belongs to another process, and
     ({"result": "foreign"}, exit 4) when the run dir is not ours. A start time is required: without one
     the pid cannot be told from a reused one. Once the group is gone, "left" lists the processes of the
-    run still alive outside it (same session, or carrying SGTUI_RUN_ID=run_id). Progress lines:
-    `@@sgtui-progress SECONDS MEMBERS` about every 0.25 s.
+    run still alive outside it (same session, or carrying SGTUI_RUN_ID=run_id under the run's uid).
+    "steps" lists [what, milliseconds since the first signal, pid or null]: term-main, main-exited,
+    term-group, kill, gone. Progress lines: `@@sgtui-progress SECONDS MEMBERS` about every 0.25 s, and
+    `@@sgtui-step WHAT MS [PID]` as each step happens.
     """
     check_pgid(pgid)
     if check_start(start) is None:
@@ -290,17 +338,44 @@ def stop_script(
             f"refusing to signal process group {pgid}: its record has no start time (start: null), so "
             "sgtui cannot tell the run from another process that got the same pid"
         )
-    ticks = max(1, int(grace / 0.05))
-    kill_ticks = max(1, int(kill_wait / 0.05))
+    group_wait = min(grace, 5.0) if group_wait is None else group_wait
+    wait_ms, group_ms, kill_ms = (max(1, int(s * 1000)) for s in (grace, group_wait, kill_wait))
     rid = shlex.quote(check_run_id(run_id)) if run_id is not None else "''"
     done = (
         f"RUNID={rid}; left_scan\n"
-        'json=$(printf \'{"result":"%s","signal":%s,"members":%s,"left":[%s]}\' '
-        '"$res" "$sig" "$n" "$left_json")\n'
+        'json=$(printf \'{"result":"%s","signal":%s,"members":%s,"left":[%s],"steps":[%s]}\' '
+        '"$res" "$sig" "$n" "$left_json" "$steps")\n'
         f"{marker_line()}\n"
+    )
+    # wait_group MS [main]: poll the group for up to MS milliseconds until it is empty (with `main`: or
+    # until the main process M has ended); notes the step when M ends; sets n to the members left
+    wait_fn = (
+        "wait_group() {\n"
+        "  local end i=0\n"
+        "  now_ms; end=$((NOW + $1))\n"
+        "  while :; do\n"
+        '    n=$(group_members)\n'
+        '    if [ -n "$M" ] && ! { proc_stat "$M" && [ "$st_pgrp" = "$G" ] && [ "$st_state" != Z ]; }; then\n'
+        '      step main-exited "$M"; M=\n'
+        '      [ -n "${2:-}" ] && return 0\n'
+        "    fi\n"
+        '    [ "$n" = 0 ] && return 0\n'
+        "    now_ms; [ $NOW -lt $end ] || return 1\n"
+        "    [ $((i % 5)) = 0 ] && "
+        'echo "@@sgtui-progress $(( (NOW - T0) / 1000 )).$(( (NOW - T0) % 1000 / 100 )) $n"\n'
+        "    sleep 0.05; i=$((i+1))\n"
+        "  done\n"
+        "}\n"
+        'step() { now_ms; steps="$steps${steps:+,}[\\"$1\\",$((NOW - T0)),${2:-null}]"; '
+        'echo "@@sgtui-step $1 $((NOW - T0)) ${2:-}"; }\n'
+    )
+    record = (
+        f'if [ -n "$RD" ] && [ -z "$gone" ]; then printf \'{{"at":%s,"uid":%s}}\\n\' "$(date +%s)" "$ME" '
+        f'> "$RD/.{STOPPED_FILE}.tmp" && mv -f -- "$RD/.{STOPPED_FILE}.tmp" "$RD/{STOPPED_FILE}"; fi\n'
     )
     return (
         "trap '' PIPE HUP\n"  # a dropped SSH channel must not cut the stop short between TERM and KILL
+        "umask 077\n"
         + _group_prologue(pgid, start, boot, run_dir)
         + LEFT_FN
         + _foreign_exit(4)
@@ -310,25 +385,32 @@ def stop_script(
         'if [ "$reused" != 0 ]; then\n'
         f'  json=\'{{"result":"pid-reused","reused":"\'$reused\'"}}\'; {marker_line()}; exit 3\n'
         "fi\n"
+        + wait_fn
+        + "steps=; M=; now_ms; T0=$NOW\n"
         "n=$(group_members)\n"
         'if [ "$n" = 0 ]; then\n'
         "  res=not-running; sig=null\n" + "  " + done.replace("\n", "\n  ").rstrip() + "\n  exit 0\n"
         "fi\n"
-        "sig=TERM\n"
-        "kill -TERM -- -$G 2>/dev/null\n"
-        f"i=0; while [ $i -lt {ticks} ]; do\n"
-        '  n=$(group_members); [ "$n" = 0 ] && break\n'
-        '  [ $((i % 5)) = 0 ] && echo "@@sgtui-progress $((i * 5 / 100)).$((i * 5 % 100 / 10)) $n"\n'
-        "  sleep 0.05; i=$((i+1))\n"
-        "done\n"
-        "n=$(group_members)\n"
-        'if [ "$n" != 0 ]; then\n'
-        "  sig=KILL; kill -KILL -- -$G 2>/dev/null\n"
-        f'  i=0; while [ $i -lt {kill_ticks} ]; do n=$(group_members); [ "$n" = 0 ] && break; '
-        "sleep 0.05; i=$((i+1)); done\n"
-        "fi\n"
-        'res=stopped; [ "$n" != 0 ] && res=survivors\n'
-        'sig="\\"$sig\\""\n' + done
+        + record
+        + "sig=TERM\n"
+        # the server's main process first: SGLang drains and stops its own children
+        + 'if main_of; then\n'
+        + '  kill -TERM "$M" 2>/dev/null; step term-main "$M"\n'
+        + f"  wait_group {wait_ms} main\n"
+        # it ended: a moment for the runner to write the exit code and the children to go by themselves
+        + '  [ -z "$M" ] && [ "$n" != 0 ] && wait_group 1000\n'
+        + "fi\n"
+        # what it left (or all of it, when it has no main process of its own): the group
+        + 'if [ "$n" != 0 ]; then\n'
+        + f"  kill -TERM -- -$G 2>/dev/null; step term-group; wait_group {group_ms}\n"
+        + "fi\n"
+        + 'if [ "$n" != 0 ]; then\n'
+        + "  sig=KILL; kill -KILL -- -$G 2>/dev/null; step kill\n"
+        + f"  wait_group {kill_ms}\n"
+        + "fi\n"
+        + '[ "$n" = 0 ] && step gone\n'
+        + 'res=stopped; [ "$n" != 0 ] && res=survivors\n'
+        + 'sig="\\"$sig\\""\n' + done
     )
 
 
