@@ -124,9 +124,16 @@ def test_runs_are_private_foreign_records_are_refused_and_own_runs_stop(
             )
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             assert f"process group {run['pgid']}" in stopped.stdout and "leader:" in stopped.stdout
-            assert f"stopped {run['id']}" in stopped.stdout
+            assert f"stopped {run['id']} (drained and ended on TERM)" in stopped.stdout
+            assert "TERM to the server's main process (pid " in stopped.stdout  # each step with its time
+            assert "its main process ended" in stopped.stdout and "KILL" not in stopped.stdout
+            log = Path(str(run["log_path"])).read_text()
+            assert "Gracefully exiting... Remaining number of requests 0" in log
+            assert [r["state"] for r in _runs(tmp_path, profile)] == ["foreign", "stopped"]
             again = sgtui("stop", str(run["id"]), "--profile", str(profile), "--yes", config_dir=tmp_path)
-            assert again.returncode == 0 and "already ended" in again.stdout
+            assert again.returncode == 0, again.stdout + again.stderr
+            # an ended run: one line, no empty leader and no mismatch warning before it
+            assert again.stdout == f"{run['id']} had already ended; nothing was signalled\n"
             assert victim.poll() is None
     finally:
         victim.kill()
@@ -168,7 +175,7 @@ def test_stop_asks_first_unless_yes_and_refuses_bad_input(tmp_path: Path) -> Non
             assert told.returncode == code, told.stdout + told.stderr
             assert "Stop it? [y/N]" in told.stdout and f"process group {run['pgid']}" in told.stdout
             state = _runs(tmp_path, profile)[0]["state"]
-            assert state == ("running" if answer == "n" else "dead")
+            assert state == ("running" if answer == "n" else "stopped")
         unknown = sgtui(
             "stop", "20990101-000000-000000", "--profile", str(profile), "--yes", config_dir=tmp_path
         )

@@ -1,9 +1,10 @@
 """`sgtui runs (--profile P | --host H [--target T]) [--json]`: the runs sgtui recorded on a target.
 
-Newest first, each with its state from the target: running, exited (with its exit code), dead (gone
-without one: killed, rebooted, a full disk or its container gone: `RunStatus.note` says which, as the TUI
-does), or foreign (a record this user may not act on; the reason is printed, on stderr with --json, and
-nothing is signalled). The place options are shared with `sgtui stop`.
+Newest first, each with its state from the target: running, exited (ended by itself, with its exit
+code), stopped (ended after a stop by sgtui, which recorded it), dead (gone without an exit code and
+without a recorded stop: killed, rebooted, a full disk or its container gone: `RunStatus.note` says
+which, as the TUI does), or foreign (a record this user may not act on; the reason is printed, on
+stderr with --json, and nothing is signalled). The place options are shared with `sgtui stop`.
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ def state_name(status: RunStatus) -> str:
     return {
         RunState.RUNNING: "running",
         RunState.EXITED: "exited",
+        RunState.STOPPED: "stopped",  # ended after a stop by sgtui (recorded by the stop)
         RunState.FOREIGN: "foreign",
     }.get(status.state, "dead")
 

@@ -86,6 +86,17 @@ class StopResult:
         whats = [s.what for s in self.steps]
         return "main-exited" in whats and "term-group" not in whats and "kill" not in whats
 
+    def summary(self) -> str:
+        """The steps in one line: "TERM to main 0.0 s, main ended 3.4 s, all gone 3.5 s"."""
+        short = {
+            "term-main": "TERM to main",
+            "main-exited": "main ended",
+            "term-group": "TERM to group",
+            "kill": "KILL",
+            "gone": "all gone",
+        }
+        return ", ".join(f"{short.get(s.what, s.what)} {s.seconds:.1f} s" for s in self.steps)
+
     def step_lines(self) -> list[str]:
         """One plain line per step, with its time: what `sgtui stop`, the TUI and the notes print."""
         return [step.text() for step in self.steps]

@@ -321,7 +321,7 @@ class RemoteBackend:
         record, manager = self._record_manager(run)
         return (await manager.preview(record)).text()
 
-    async def stop(self, run: RunView) -> None:
+    async def stop(self, run: RunView) -> str | None:
         record, manager = self._record_manager(run)
         result = await manager.stop(record, self.stop_grace_s)
         if result.result == "survivors":
@@ -333,6 +333,7 @@ class RemoteBackend:
                 f"{run.run_id}'s process group is gone, but processes of it left the group and still run: "
                 + "; ".join(p.describe() for p in result.left)
             )
+        return result.summary() or None
 
     async def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
         from sgtui.remote.runs import GpusBusyError

@@ -89,6 +89,11 @@ async def test_restarting_a_ready_run_stops_it_waits_for_its_gpus_and_relaunches
             await wait_for(pilot, lambda: app.current is not first, 40, "the relaunch")
             await wait_for(pilot, lambda: app.run_state == "ready", 30, "the second run ready")
             assert any("stopped; its GPUs are free" in n.message for n in app._notifications)
+            # the stop's steps with their times: SGLang's drain on TERM to its main process, no KILL
+            assert any(
+                "TERM to main 0.0 s, main ended" in n.message and "KILL" not in n.message
+                for n in app._notifications
+            ), [n.message for n in app._notifications]
             assert first is not None
             await wait_for(
                 pilot,

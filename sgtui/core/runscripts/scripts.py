@@ -394,7 +394,8 @@ def stop_script(
         + record
         + "sig=TERM\n"
         # the server's main process first: SGLang drains and stops its own children
-        + 'if main_of; then\n'
+        + "main_of; found=$?; now_ms; T0=$NOW\n"  # the times count from the first signal
+        + 'if [ $found = 0 ]; then\n'
         + '  kill -TERM "$M" 2>/dev/null; step term-main "$M"\n'
         + f"  wait_group {wait_ms} main\n"
         # it ended: a moment for the runner to write the exit code and the children to go by themselves
@@ -431,7 +432,8 @@ def preview_script(
         + 'if [ "$reused" != 0 ]; then json=$(printf \'{"reused":"%s"}\' "$reused"); '
         f"{marker_line()}; exit 0; fi\n"
         f"RUNID={rid}; left_scan\n"
-        'if ! proc_stat "$G"; then\n'
+        # a leader that is a zombie (its parent has not reaped it yet) has ended: no empty command line
+        'if ! proc_stat "$G" || [ "$st_state" = Z ] || [ "$st_state" = X ]; then\n'
         '  json=$(printf \'{"reused":"0","alive":false,"outside":%s}\' "$left_n")\n'
         f"  {marker_line()}; exit 0\n"
         "fi\n"

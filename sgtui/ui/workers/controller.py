@@ -186,14 +186,19 @@ class Controller:
 
     async def _stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
         key = runs[0].run_id
-        self.post(m.StopProgress(key, f"stopping {key} (TERM, then KILL after the grace period)"))
+        self.post(
+            m.StopProgress(key, f"stopping {key} (TERM to its server, the drain, then its group; KILL last)")
+        )
         workers = [r for r in runs if (r.node_rank or 0) != 0]
         heads = [r for r in runs if (r.node_rank or 0) == 0]
+        steps: list[str | None] = []
         try:
             if workers:
-                await asyncio.gather(*(self.backend.stop(r) for r in workers))
+                steps += await asyncio.gather(*(self.backend.stop(r) for r in workers))
             for run in heads:
-                await self.backend.stop(run)
+                steps.append(await self.backend.stop(run))
+            if steps and steps[-1]:
+                self.post(m.StopProgress(key, f"{key}: {steps[-1]}"))
             for run in runs:
                 async for line in self.backend.wait_gpus_free(run, timeout=120.0):
                     self.post(m.StopProgress(key, line))
@@ -203,7 +208,8 @@ class Controller:
         except Exception as exc:
             self.post(m.StopProgress(key, f"stop failed: {exc}", True, False))
             return
-        self.post(m.StopProgress(key, f"{key} stopped; its GPUs are free", True, True))
+        how = f" ({steps[-1]})" if steps and steps[-1] else ""
+        self.post(m.StopProgress(key, f"{key} stopped; its GPUs are free{how}", True, True))
         if then_launch is not None:
             await self._launch(*then_launch)
 
