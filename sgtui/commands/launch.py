@@ -190,7 +190,12 @@ async def launch(
         )
         if not watch:
             return 0
-        return await Watch(manager, record, printer, timeout, stall_after).run()
+        from sgtui.commands.launch_leftover import stop_command
+        from sgtui.commands.runs import target_text
+
+        where = {"host": host_name, "target": target_text(target)}
+        stop = stop_command(record, profile=None if host else str(path), **where)
+        return await Watch(manager, record, printer, timeout, stall_after, stop_command=stop).run()
     except RemoteError as exc:
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
@@ -226,6 +231,8 @@ class Watch:
         timeout: float | None,
         stall_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        stop_command: str | None = None,
     ) -> None:
         from sgtui.core.logs import LogClassifier
 
@@ -238,6 +245,7 @@ class Watch:
         self.exit_code: int | None = None
         self.exited = False
         self.offset = 0  # bytes of the log already classified
+        self.stop_command = stop_command  # the exact `sgtui stop` of this run (launch_leftover.stop_command)
 
     async def run(self) -> int:
         import asyncio
@@ -249,11 +257,11 @@ class Watch:
             while True:
                 done = self._verdict()
                 if done is not None:
-                    return self._finish(done)
+                    return await self._end(done)
                 stall = self.classifier.check_stall()
                 if stall is not None:
                     self._event(stall)
-                    return self._finish("stalled")
+                    return await self._end("stalled")
                 if deadline is not None and time.monotonic() > deadline:
                     self.printer.emit(
                         "timeout", f"gave up after {self.timeout:g} s: still {self.classifier.state.phase}"
@@ -332,7 +340,18 @@ class Watch:
             return "failed" if self.exit_code != 0 else "exited"
         return None
 
-    def _finish(self, verdict: str) -> int:
+    async def _end(self, verdict: str) -> int:
+        """The verdict's lines; a failed server that did not exit is said to be running, and stopped
+        (launch_leftover.py); a stalled one is left running with the command that stops it."""
+        from sgtui.commands.launch_leftover import still_running, stop_failed
+
+        alive = verdict != "ready" and not self.exited and await still_running(self.manager, self.record)
+        code = self._finish(verdict, still_running=alive)
+        if alive and verdict == "failed":
+            await stop_failed(self.manager, self.record, self.printer, self.stop_command or "sgtui stop")
+        return code
+
+    def _finish(self, verdict: str, still_running: bool = False) -> int:
 
         from sgtui.core.logs import diagnose
 
@@ -354,20 +373,29 @@ class Watch:
         if verdict == "ready":
             self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)
             return 0
+        alive = ""
+        if still_running and verdict == "stalled":
+            how = f": {self.stop_command} stops it" if self.stop_command else ""
+            alive = f"; the server is still running (pid {self.record.pid}){how}"
+        elif still_running:
+            alive = f"; the server is still running (pid {self.record.pid}) and cannot serve: stopping it"
         if verdict == "stalled":
             self.printer.emit(
                 "failed",
-                f"stalled: {error.text if error else ''} (log {self.record.log_path})",
+                f"stalled: {error.text if error else ''} (log {self.record.log_path}){alive}",
                 error_class="stalled",
                 exit_code=self.exit_code,
                 log=self.record.log_path,
+                still_running=still_running,
             )
             return 1
+        what = error.error_class if error else "the server exited"
         self.printer.emit(
             "failed",
-            f"failed: {error.error_class if error else 'the server exited'} (log {self.record.log_path})",
+            f"failed: {what} (log {self.record.log_path}){alive}",
             error_class=error.error_class if error else None,
             exit_code=self.exit_code,
             log=self.record.log_path,
+            still_running=still_running,
         )
         return 1

@@ -124,6 +124,15 @@ class RunOutcome(Message):
         self.detail = detail
 
 
+class FailedStillRunning(Message):
+    """A run failed (its log says so) but its server is still running: it cannot serve and holds its
+    memory (SGLang 0.5.23 with its port taken hangs at "Waiting for application shutdown")."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
 class StopProgress(Message):
     """Stopping or restarting: what we are waiting for, until `done`."""
 

@@ -184,6 +184,20 @@ class Controller:
         # holder stopped while this one waits) must not cancel this one halfway
         self._worker(self._stop(runs, then_launch), f"stop:{key}", f"stop:{key}", exclusive=True)
 
+    def check_failed_alive(self, key: str, runs: list[RunView], settle: float = 2.0) -> None:
+        """After a failure: is the server still running `settle` s later (a crash tearing itself down
+        is given that long)? Posts FailedStillRunning when one of its nodes is."""
+        self._worker(self._failed_alive(key, runs, settle), f"alive:{key}", f"alive:{key}", exclusive=True)
+
+    async def _failed_alive(self, key: str, runs: list[RunView], settle: float) -> None:
+        await asyncio.sleep(settle)
+        try:
+            states = [await self.backend.run_state(r) for r in runs]
+        except Exception:
+            return  # cannot tell: nothing is claimed
+        if "running" in states:
+            self.post(m.FailedStillRunning(key))
+
     async def _stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
         key = runs[0].run_id
         self.post(

@@ -1,0 +1,45 @@
+"""`sgtui launch --watch` when the server failed but lives on: SGLang 0.5.23 with its port taken logs the
+bind error and hangs (the sim's stand-in does the same). The watch must not leave a live server behind
+without a word: its failure line says the server is still running, and it stops it, step by step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.sim.simhost_process import running_sim_host, sgtui
+
+PROFILE = "qwen36-27b-2xa6000-mrr8.yaml"
+
+
+def test_a_port_in_use_launch_says_the_server_still_runs_and_stops_it(tmp_path: Path) -> None:
+    with running_sim_host(tmp_path, "--scenario", "port-in-use") as host:
+        profile = host.profile(PROFILE)
+        watched = sgtui("launch", str(profile), "--watch", "--timeout", "60", config_dir=tmp_path, timeout=90)
+        out = watched.stdout
+        assert watched.returncode == 1, out + watched.stderr
+        failed = next(line for line in out.splitlines() if "] failed: " in line)
+        assert "] failed: port_in_use" in failed
+        assert "the server is still running (pid " in failed and "cannot serve: stopping it" in failed
+        assert "TERM to the server's main process (pid " in out and "nothing of the group left" in out
+        listed = sgtui("runs", "--profile", str(profile), "--json", config_dir=tmp_path)
+        [run] = json.loads(listed.stdout)
+        assert run["state"] == "stopped"  # nothing of it left alive, and the listing says why it ended
+
+        events = sgtui(
+            "launch",
+            str(profile),
+            "--watch",
+            "--json-events",
+            "--timeout",
+            "60",
+            config_dir=tmp_path,
+            timeout=90,
+        )
+        kinds = [json.loads(line) for line in events.stdout.splitlines()]
+        fail = next(e for e in kinds if e["event"] == "failed")
+        assert fail["error_class"] == "port_in_use" and fail["still_running"] is True
+        stopped = next(e for e in kinds if e["event"] == "stopped")
+        assert stopped["steps"][0][0] == "term-main"
+        listed = sgtui("runs", "--profile", str(profile), "--json", config_dir=tmp_path)
+        assert [r["state"] for r in json.loads(listed.stdout)] == ["stopped", "stopped"]
