@@ -197,6 +197,9 @@ async def launch(
         stop = stop_command(record, profile=None if host else str(path), **where)
         return await Watch(manager, record, printer, timeout, stall_after, stop_command=stop).run()
     except RemoteError as exc:
+        if getattr(exc, "maybe_running", False):  # cut by a lost connection: it may have started
+            printer.emit("unknown", f"unknown: {exc}", message=str(exc), maybe_running=True)
+            return 1
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
     finally:

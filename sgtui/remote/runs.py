@@ -20,9 +20,16 @@ from typing import Any
 import asyncssh
 
 from sgtui.core import runscripts, shell
-from sgtui.remote.connection import Result, Transport
+from sgtui.remote.connection import RemoteError, Result, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
-from sgtui.remote.run_errors import ForeignRunError, GpusBusyError, PidReusedError, RunError, launch_failure
+from sgtui.remote.run_errors import (
+    ForeignRunError,
+    GpusBusyError,
+    LaunchUnknownError,
+    PidReusedError,
+    RunError,
+    launch_failure,
+)
 from sgtui.remote.run_gpus import wait_gpus_free
 from sgtui.remote.run_records import (
     LOG_NAME,
@@ -48,6 +55,7 @@ __all__ = [
     "LOG_NAME",
     "ForeignRunError",
     "GpusBusyError",
+    "LaunchUnknownError",
     "LeftProcess",
     "PidReusedError",
     "RunError",
@@ -144,7 +152,15 @@ class RunManager:
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
         script = runscripts.detach_script(self.runs_dir, name, argv, env, log_name=LOG_NAME, files=files)
-        marker, result = await self._script(script, "launch the server")
+        try:
+            result = await self.conn.run(self.target.script(script), timeout=60)
+        except RemoteError as exc:  # cut before, during or after the start: the truth is on the host
+            return await self._after_cut(name, run_id, str(exc))
+        marker = shell.parse_marker(result.stdout)
+        if marker is None and result.rc is None and result.signal is None:  # no exit status: cut short
+            return await self._after_cut(name, run_id, "the connection closed before the command finished")
+        if marker is None:
+            raise RunError(explain_failure(self.host, self.target, result, "launch the server"))
         if "error" in marker:
             run_dir = f"{self.runs_dir or 'the runs dir'}/{name}"
             raise RunError(launch_failure(marker, self.host, self.target, self.where, run_dir, argv, result))
@@ -177,6 +193,27 @@ class RunManager:
             boot=boot,
             user=str(marker.get("user") or "") or None,
             node_rank=node_rank,
+        )
+
+    async def _after_cut(self, name: str, run_id: str, why: str) -> RunRecord:
+        """The launch script was cut off: look for its run on the host (the connection reconnects by
+        itself). Found: it started, and is returned as launched. Otherwise say that it may be running,
+        never that it failed: the detached server may have started before its record was written."""
+        where = self.host
+        if self.target.kind != "host":
+            where += f" --target {self.target.kind}:{self.target.id}"
+        check = f"`sgtui runs --host {where}` lists it as {run_id} once {self.host} answers"
+        try:
+            found = next((r for r in await self.list_runs() if r.key == name), None)
+        except RemoteError:
+            found = None
+        if found is not None and found.foreign is None and found.start is not None:
+            return found
+        raise LaunchUnknownError(
+            f"{self.where}: the connection was lost while launching run {run_id} ({why}); the server runs "
+            f"detached, so it may have started anyway: {check}, and `sgtui stop {run_id} --host {where}` "
+            "stops it",
+            run_id,
         )
 
     async def list_runs(self) -> list[RunRecord]:

@@ -155,10 +155,12 @@ class FitComputed(Message):
 class ServiceError(Message):
     """Something the user asked for failed; shown as a notification with what to do."""
 
-    def __init__(self, what: str, message: str) -> None:
+    def __init__(self, what: str, message: str, *, unknown: bool = False) -> None:
+        """`unknown`: it may have happened after all (a launch cut by a lost connection); never "failed"."""
         super().__init__()
         self.what = what
         self.message = message
+        self.unknown = unknown
 
 
 class DiagnosisChanged(Message):

@@ -210,7 +210,10 @@ class RunRouting(Base):
             self.draw_status()
 
     def on_service_error(self, message: m.ServiceError) -> None:
-        if self.is_running:
+        if self.is_running and message.unknown:
+            self.notify(f"{message.what}: {message.message}", severity="warning", timeout=20)
+            self.relist(self.deployment.host)
+        elif self.is_running:
             self.notify(f"{message.what} failed: {message.message}", severity="error", timeout=12)
 
     def on_diagnosis_changed(self, message: m.DiagnosisChanged) -> None:

@@ -156,7 +156,8 @@ class Controller:
         try:
             runs = await self.backend.launch(profile)
         except Exception as exc:
-            self.post(m.ServiceError("launch", str(exc)))
+            # a launch cut by a lost connection may have started its server: said so, never "failed"
+            self.post(m.ServiceError("launch", str(exc), unknown=getattr(exc, "maybe_running", False)))
             return
         self.post(m.RunStarted(runs, predicted))
 
