@@ -1,0 +1,115 @@
+"""Runs at the edges of a shared box: a marker process planted by another user, a run dir removed while
+its server runs, a record in hand whose dir is gone but whose pid is someone else's."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from sgtui.remote.connection import Connection
+from sgtui.remote.runs import ForeignRunError, RunManager, RunRecord, RunState
+from sgtui.remote.targets import Target
+
+
+@pytest.fixture
+def server_script(tmp_path: Path) -> Path:
+    path = tmp_path / "bin" / "server"
+    path.parent.mkdir()
+    path.write_text('#!/bin/bash\nwhile :; do echo "alive"; sleep 0.05; done\n')
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+async def manager(conn: Connection, tmp_path: Path) -> AsyncIterator[RunManager]:
+    mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
+    yield mgr
+    for run in await mgr.list_runs():
+        if run.foreign is None:
+            await mgr.stop(run, grace=0.2)
+
+
+async def _until_logged(run: RunRecord) -> None:
+    for _ in range(100):
+        if Path(run.log_path).exists() and "alive" in Path(run.log_path).read_text():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the server never logged")
+
+
+def _start(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
+
+
+async def test_another_users_process_carrying_the_runs_marker_is_not_the_runs(
+    manager: RunManager, server_script: Path, other_user: tuple[str, int]
+) -> None:
+    """Anyone can start a process with SGTUI_RUN_ID=<id>: only the run's own uid counts as left behind,
+    so another user cannot make `sgtui stop` report a leftover (and exit 1)."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is needed to start a process as the second user")
+    _, uid = other_user
+    run = await manager.launch([str(server_script)])
+    await _until_logged(run)
+    planted = subprocess.Popen(
+        ["setpriv", f"--reuid={uid}", "--regid=65534", "--clear-groups", "sleep", "60"],
+        env={"SGTUI_RUN_ID": run.key, "PATH": "/usr/bin:/bin"},
+        start_new_session=True,
+    )
+    try:
+        await asyncio.sleep(0.2)
+        assert (await manager.preview(run)).outside == 0
+        result = await manager.stop(run, grace=2)
+        assert result.clean and result.left == ()
+        assert planted.poll() is None  # and it was not signalled either
+    finally:
+        planted.kill()
+        planted.wait()
+
+
+async def test_a_run_whose_dir_was_removed_stays_stoppable_from_the_record_in_hand(
+    manager: RunManager, server_script: Path
+) -> None:
+    run = await manager.launch([str(server_script)])
+    await _until_logged(run)
+    shutil.rmtree(run.run_dir)
+    status = await manager.status(run)
+    assert status.state is RunState.RUNNING and status.note == f"its run dir {run.run_dir} was removed"
+    result = await manager.stop(run, grace=2)
+    assert result.result == "stopped" and result.clean
+    assert (await manager.status(run)).state is RunState.DEAD
+    stat = Path(f"/proc/{run.pid}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(") ", 1)[1].split()[0] == "Z"  # gone (or unreaped)
+
+
+async def test_a_record_whose_dir_is_gone_is_refused_when_its_pid_is_not_sgtuis_runner(
+    manager: RunManager, tmp_path: Path, victim: subprocess.Popen[bytes]
+) -> None:
+    """Without its dir, the record's pid, start time and boot id must still match, and the process must
+    be ours and be sgtui's runner for that run's log: a session leader that is not is never signalled."""
+    (tmp_path / "runs").mkdir(mode=0o700)
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    record = RunRecord(
+        "20990101-000000-abcdef",
+        "sim",
+        Target(),
+        str(tmp_path / "runs" / "20990101-000000-abcdef"),
+        ["/usr/bin/sleep", "60"],
+        {},
+        [],
+        victim.pid,
+        victim.pid,
+        _start(victim.pid),
+        boot,
+    )
+    with pytest.raises(ForeignRunError, match=r"was removed, and process group .* is not sgtui's runner"):
+        await manager.stop(record, grace=0.2)
+    await asyncio.sleep(0.1)
+    assert victim.poll() is None
+    os.kill(victim.pid, 0)
