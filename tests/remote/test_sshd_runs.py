@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sgtui.remote.runs import LaunchUnknownError, RunManager, RunState
+from sgtui.remote.runs import ForeignRunError, LaunchUnknownError, RunError, RunManager, RunState
 from sgtui.remote.targets import Target
 from tests.sshd import SshdServer
 
@@ -108,6 +108,48 @@ async def test_a_launch_cut_by_a_lost_connection_says_the_server_may_be_running_
             await asyncio.sleep(0.05)
         [run] = runs
         assert run.id == cut.value.run_id and (await mgr.status(run)).state is RunState.RUNNING
+        assert (await mgr.stop(run, grace=2)).clean
+    finally:
+        await conn.close()
+
+
+async def test_a_runs_dir_through_another_users_symlink_is_refused_and_a_safe_one_resolved_once(
+    sshd: SshdServer, tmp_path: Path, other_user: tuple[str, int]
+) -> None:
+    """Every component of the runs dir is looked at with lstat before it is used: a symbolic link owned by
+    someone else, or sitting in a directory others can write, is refused and nothing is created where it
+    points; a safe one is followed once, and the run lives at the resolved path."""
+    name, uid = other_user
+    server_script = tmp_path / "fake-server"
+    server_script.write_text(SERVER)
+    server_script.chmod(0o755)
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o1777)  # others can write here (sticky, like /tmp with fs.protected_symlinks=0)
+    system = tmp_path / "etc"  # a root-owned place the other user wants root to write into
+    system.mkdir(mode=0o755)
+    link = team / "x"
+    link.symlink_to(system)
+    os.lchown(link, uid, -1)
+    conn = sshd_connection(sshd, tmp_path)
+    try:
+        mgr = RunManager(conn, Target(), str(link / "sgtui-runs"))
+        with pytest.raises(RunError, match=f"{link} .*is a symbolic link owned by {name}"):
+            await mgr.launch([str(server_script)])
+        with pytest.raises(ForeignRunError, match="symbolic link owned by"):
+            await mgr.list_runs()
+        os.lchown(link, 0, -1)  # our own link, but in a directory others can write: swappable
+        with pytest.raises(RunError, match="which others can write"):
+            await mgr.launch([str(server_script)])
+        assert list(system.iterdir()) == []
+
+        safe = tmp_path / "safe"
+        safe.mkdir(mode=0o755)
+        (safe / "x").symlink_to(system)
+        mgr = RunManager(conn, Target(), str(safe / "x" / "sgtui-runs"))
+        run = await mgr.launch([str(server_script)])
+        assert run.run_dir == f"{system}/sgtui-runs/{run.id}" and mgr.runs_dir == f"{system}/sgtui-runs"
+        assert [r.id for r in await mgr.list_runs()] == [run.id]
         assert (await mgr.stop(run, grace=2)).clean
     finally:
         await conn.close()
