@@ -178,7 +178,8 @@ async def launch(
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-    manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
+    runs_dir = profile.runs_dir or pool.hosts[host_name].runs_dir
+    manager = RunManager(conn, target, runs_dir, keep_runs=profile.keep_runs)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
         record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
@@ -376,12 +377,9 @@ class Watch:
         if verdict == "ready":
             self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)
             return 0
-        alive = ""
-        if still_running and verdict == "stalled":
-            how = f": {self.stop_command} stops it" if self.stop_command else ""
-            alive = f"; the server is still running (pid {self.record.pid}){how}"
-        elif still_running:
-            alive = f"; the server is still running (pid {self.record.pid}) and cannot serve: stopping it"
+        from sgtui.commands.launch_leftover import alive_note
+
+        alive = alive_note(verdict, self.record, self.stop_command) if still_running else ""
         if verdict == "stalled":
             self.printer.emit(
                 "failed",

@@ -29,6 +29,14 @@ def stop_command(record: RunRecord, *, profile: str | None, host: str, target: s
     return f"sgtui stop {record.id} {place} --yes"
 
 
+def alive_note(verdict: str, record: RunRecord, command: str | None) -> str:
+    """What the failure line adds for a server still running: stopped now (failed), or how (stalled)."""
+    if verdict == "stalled":
+        how = f": {command} stops it" if command else ""
+        return f"; the server is still running (pid {record.pid}){how}"
+    return f"; the server is still running (pid {record.pid}) and cannot serve: stopping it"
+
+
 async def still_running(manager: RunManager, record: RunRecord) -> bool:
     """True when the run's processes are still alive EXIT_WAIT_S after its failure (a crash that is
     still tearing itself down is given that long to end by itself)."""

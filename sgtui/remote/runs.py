@@ -31,6 +31,7 @@ from sgtui.remote.run_errors import (
     launch_failure,
 )
 from sgtui.remote.run_gpus import wait_gpus_free
+from sgtui.remote.run_prune import PruneResult, prune
 from sgtui.remote.run_records import (
     LOG_NAME,
     LeftProcess,
@@ -58,6 +59,7 @@ __all__ = [
     "LaunchUnknownError",
     "LeftProcess",
     "PidReusedError",
+    "PruneResult",
     "RunError",
     "RunManager",
     "RunRecord",
@@ -82,11 +84,21 @@ class RunManager:
     target user's own default (`${XDG_STATE_HOME:-$HOME/.local/state}/sgtui/runs`, resolved there; after
     the first script `runs_dir` holds the resolved path)."""
 
-    def __init__(self, conn: Transport, target: Target, runs_dir: str | None = DEFAULT_RUNS_DIR) -> None:
+    def __init__(
+        self,
+        conn: Transport,
+        target: Target,
+        runs_dir: str | None = DEFAULT_RUNS_DIR,
+        *,
+        keep_runs: int | None = None,
+    ) -> None:
         self.conn = conn
         self.target = target
         self.runs_dir: str | None = runscripts.check_runs_dir(runs_dir)
         self._configured = self.runs_dir is not None
+        # ended runs kept per target (run_prune.py): the profile's, else hosts.yaml's, else the default
+        host_keep = getattr(conn.host, "keep_runs", None)
+        self.keep_runs: int = keep_runs or host_keep or runscripts.KEEP_RUNS_DEFAULT
 
     @property
     def host(self) -> str:
@@ -179,6 +191,7 @@ class RunManager:
                 f"be written to {run_dir}/run.json, so sgtui could not find it again; free space there, "
                 "then stop it from this screen"
             )
+        await self._prune_quietly()
         return RunRecord(
             id=run_id,
             host=self.host,
@@ -215,6 +228,20 @@ class RunManager:
             "stops it",
             run_id,
         )
+
+    async def prune(self, keep: int | None = None) -> PruneResult:
+        """Remove this target's ended runs beyond the newest `keep` (default `keep_runs`): never a
+        running or a foreign one (run_prune.py)."""
+        return await prune(self, keep or self.keep_runs)
+
+    async def _prune_quietly(self) -> None:
+        """After a launch: prune once the target holds more runs than it keeps (a failure to prune
+        never fails the launch)."""
+        try:
+            if len(await self.list_runs()) > self.keep_runs:
+                await self.prune()
+        except RemoteError:
+            pass
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run recorded under runs_dir (oldest first): what a restarted sgtui reattaches to. Runs

@@ -4,6 +4,7 @@ its server runs, a record in hand whose dir is gone but whose pid is someone els
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -113,3 +114,31 @@ async def test_a_record_whose_dir_is_gone_is_refused_when_its_pid_is_not_sgtuis_
     await asyncio.sleep(0.1)
     assert victim.poll() is None
     os.kill(victim.pid, 0)
+
+
+async def test_pruning_keeps_the_newest_ended_runs_and_never_a_running_or_a_foreign_one(
+    conn: Connection, tmp_path: Path, server_script: Path, victim: subprocess.Popen[bytes]
+) -> None:
+    """Run dirs are not left to pile up: a launch prunes its target down to `keep_runs` ended runs, and
+    `prune` does it on demand; a running run and a record that is not ours are never touched."""
+    quick = tmp_path / "bin" / "quick"
+    quick.write_text("#!/bin/sh\necho done\nexit 3\n")
+    quick.chmod(0o755)
+    mgr = RunManager(conn, Target(), str(tmp_path / "runs"), keep_runs=2)
+    live = await mgr.launch([str(server_script)])
+    ended = []
+    for _ in range(3):
+        ended.append(await mgr.launch([str(quick)]))
+        await asyncio.sleep(1.05)  # run ids carry the launch second: each its own
+    planted = tmp_path / "runs" / "20000101-000000-0ld000"  # older than all, but not ours to judge
+    planted.mkdir(mode=0o770)
+    meta = {"pid": victim.pid, "pgid": victim.pid, "start": _start(victim.pid)}
+    (planted / "run.json").write_text(json.dumps(meta))
+    names = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert live.key in names and planted.name in names and ended[0].key not in names  # pruned at launch
+    assert {ended[1].key, ended[2].key} <= set(names)
+    result = await mgr.prune(keep=1)
+    assert result.removed == (ended[1].key,) and result.kept == 1
+    names = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert names == sorted([planted.name, ended[2].key, live.key])
+    assert (await mgr.status(live)).state is RunState.RUNNING and victim.poll() is None

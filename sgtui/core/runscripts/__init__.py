@@ -21,6 +21,7 @@ from __future__ import annotations
 from sgtui.core.runscripts.checks import (
     PID_MAX_LIMIT,
     check_boot,
+    check_keep_runs,
     check_pgid,
     check_run_id,
     check_runs_dir,
@@ -29,6 +30,7 @@ from sgtui.core.runscripts.checks import (
 from sgtui.core.runscripts.scripts import (
     DEFAULT_RUNS_DIR_TEXT,
     ENV_FILE,
+    KEEP_RUNS_DEFAULT,
     LOG_FILE,
     RECORD_MAX_BYTES,
     RUN_ID_VAR,
@@ -38,6 +40,7 @@ from sgtui.core.runscripts.scripts import (
     list_script,
     parse_progress,
     preview_script,
+    prune_script,
     status_script,
     stop_script,
 )
@@ -45,6 +48,7 @@ from sgtui.core.runscripts.scripts import (
 __all__ = [
     "DEFAULT_RUNS_DIR_TEXT",
     "ENV_FILE",
+    "KEEP_RUNS_DEFAULT",
     "LOG_FILE",
     "PID_MAX_LIMIT",
     "RECORD_MAX_BYTES",
@@ -52,6 +56,7 @@ __all__ = [
     "RUN_ID_VAR",
     "STOPPED_FILE",
     "check_boot",
+    "check_keep_runs",
     "check_pgid",
     "check_run_id",
     "check_runs_dir",
@@ -60,6 +65,7 @@ __all__ = [
     "list_script",
     "parse_progress",
     "preview_script",
+    "prune_script",
     "status_script",
     "stop_script",
 ]

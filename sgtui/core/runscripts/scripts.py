@@ -21,6 +21,7 @@ LOG_FILE = "server.log"  # the run's log in its run dir
 # The most a run's command.json may hold, and what the listing reads of it: its argv and env, where one
 # argument alone may be 128 KiB (shell.MAX_ARG_STRLEN); a launch that would write more is refused.
 RECORD_MAX_BYTES = 1 << 20
+KEEP_RUNS_DEFAULT = 20  # ended runs kept per target when pruning (hosts.yaml / profile `keep_runs`)
 STOPPED_FILE = "stopped"  # written (0600) by a stop before its first signal: the run was stopped by sgtui
 RUN_ID_VAR = "SGTUI_RUN_ID"
 ENV_FILE = "env"
@@ -216,6 +217,30 @@ def list_script(runs_dir: str | None) -> str:
         + "  done\n"
         + "fi\n"
         + 'json=$(printf \'{"runs_dir":"%s"}\' "$(jesc "$R")")\n'
+        + f"{marker_line()}\n"
+    )
+
+
+def prune_script(runs_dir: str, names: Sequence[str]) -> str:
+    """Remove the named run dirs under the runs dir (runs the caller found ended and its own). Each is
+    checked again first (ours, a real directory reached without a symbolic link) and removed with `rm -rf`,
+    which follows no link inside it. Marker: {"removed": [NAME...], "refused": [[NAME, WHY]...]}."""
+    checked = check_runs_dir(runs_dir)
+    if checked is None:
+        raise ShellError("pruning needs the runs dir as the target resolved it")
+    quoted = " ".join(shlex.quote(check_run_id(n)) for n in names)
+    return (
+        "set -u\n"
+        + PROC_FNS
+        + SAFE_FNS
+        + f"R={shlex.quote(checked)}; removed=; refused=\n"
+        + f"for n in {quoted}; do\n"
+        + '  d=$R/$n\n'
+        + '  [ -e "$d" ] || [ -L "$d" ] || continue\n'
+        + '  if run_dir_ok "$d" && rm -rf -- "$d"; then removed="$removed${removed:+,}\\"$n\\""\n'
+        + '  else refused="$refused${refused:+,}[\\"$n\\",\\"$(jesc "${why:-cannot remove it}")\\"]"; fi\n'
+        + "done\n"
+        + 'json="{\\"removed\\":[$removed],\\"refused\\":[$refused]}"\n'
         + f"{marker_line()}\n"
     )
 
