@@ -205,3 +205,25 @@ def test_two_sim_hosts_side_by_side_never_see_each_other(tmp_path: Path) -> None
         )
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert _runs(a, sim_a.profile(PROFILE))[0]["state"] == "running"
+
+
+def test_runs_prune_keeps_the_newest_ended_runs_and_the_listing_stays_the_contract(tmp_path: Path) -> None:
+    with running_sim_host(tmp_path) as host:
+        profile = host.profile(PROFILE)
+        first = _launch(tmp_path, profile)
+        stop = ("--profile", str(profile), "--yes", "--grace", "3")
+        assert sgtui("stop", str(first["id"]), *stop, config_dir=tmp_path).returncode == 0
+        second = _launch(tmp_path, profile)
+        assert sgtui("stop", str(second["id"]), *stop, config_dir=tmp_path).returncode == 0
+        live = _launch(tmp_path, profile)
+        bad = sgtui("runs", "--profile", str(profile), "--keep", "1", config_dir=tmp_path)
+        assert bad.returncode == 2 and "--keep goes with --prune" in bad.stderr
+        pruned = sgtui(
+            "runs", "--profile", str(profile), "--prune", "--keep", "1", "--json", config_dir=tmp_path
+        )
+        assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+        assert f"pruned 1 ended run(s) on sim (pct 129), kept the newest 1: {first['id']}" in pruned.stderr
+        listed = json.loads(pruned.stdout)  # the --json contract is unchanged: the runs left
+        assert [(r["id"], r["state"]) for r in listed] == [(live["id"], "running"), (second["id"], "stopped")]
+        assert not Path(str(first["run_dir"])).exists()
+        sgtui("stop", str(live["id"]), *stop, config_dir=tmp_path)
