@@ -213,6 +213,9 @@ class Launch:
             self.log.line("INFO:     Waiting for application shutdown.")
             self.log.line("INFO:     Application shutdown complete.")
             self.log.line(f"INFO:     Finished server process [{os.getpid()}]")
+            self.log.line(  # as the real 0.5.23 log of a TERM to the main process ends
+                f"kill_process_tree called: parent_pid={os.getpid()}, include_parent=False, pid={os.getpid()}"
+            )
         self.release()
         if self.serving:
             return 0
