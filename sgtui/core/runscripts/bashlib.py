@@ -114,10 +114,14 @@ walk_dir() {
         return 2
       fi
       # another may make it meanwhile: it is checked below like any other
-      mkdir -- "$p" 2>/dev/null || [ -e "$p" ] || [ -L "$p" ] || { why="cannot create $p"; return 3; }
+      mkdir -- "$p" || [ -e "$p" ] || [ -L "$p" ] || { why="cannot create $p"; return 3; }
       [ -L "$p" ] && { why="$p is a symbolic link"; return 1; }
     fi
-    if [ ! -d "$p" ]; then why="$p is not a directory"; return 1; fi
+    if [ ! -d "$p" ]; then
+      why="$p is not a directory"
+      [ "$create" = 1 ] && { echo "cannot create $path: $why" >&2; return 3; }
+      return 1
+    fi
     s=$(stat -c '%u %a' -- "$p" 2>/dev/null) || { why="$p cannot be inspected"; return 1; }
     u=${s%% *}; m=${s#* }
     if [ ${#todo[@]} != 0 ]; then
