@@ -16,6 +16,9 @@ import pytest
 from sgtui.remote.connection import Connection
 from sgtui.remote.runs import ForeignRunError, RunManager, RunRecord, RunState
 from sgtui.remote.targets import Target
+from sgtui.sim.sshserver import SimSSHServer
+
+from .conftest import host_env, pinned_connection, sshd_connection
 
 
 @pytest.fixture
@@ -27,13 +30,24 @@ def server_script(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-async def manager(conn: Connection, tmp_path: Path) -> AsyncIterator[RunManager]:
+@pytest.fixture(params=["sim", pytest.param("sshd", marks=pytest.mark.sshd)])
+async def manager(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunManager]:
+    """The in-process SSH server and a real OpenSSH sshd on 127.0.0.1, each running real bash as root."""
+    server = None
+    if request.param == "sim":
+        server = SimSSHServer(env=host_env(request.getfixturevalue("fake_bin")))
+        await server.start()
+        conn = pinned_connection(server, tmp_path)
+    else:
+        conn = sshd_connection(request.getfixturevalue("sshd"), tmp_path)
     mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
     yield mgr
     for run in await mgr.list_runs():
         if run.foreign is None:
             await mgr.stop(run, grace=0.2)
+    await conn.close()
+    if server is not None:
+        await server.close()
 
 
 async def _until_logged(run: RunRecord) -> None:
