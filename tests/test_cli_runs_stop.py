@@ -7,12 +7,8 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.sim.simhost_process import running_sim_host, sgtui
 
@@ -47,23 +43,8 @@ def _runs(config_dir: Path, profile: Path) -> list[dict[str, object]]:
     return list(json.loads(result.stdout))
 
 
-@pytest.fixture
-def other_user() -> Iterator[int]:
-    """A second local user, created for this test and removed after it."""
-    if os.geteuid() != 0 or shutil.which("useradd") is None:
-        pytest.skip("planting a record owned by another uid needs root and useradd to create that user")
-    name = f"sgtui-c{os.getpid() % 100000}"
-    made = subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip(f"useradd failed here: {made.stderr.decode().strip()}")
-    try:
-        yield pwd.getpwnam(name).pw_uid
-    finally:
-        subprocess.run(["userdel", name], capture_output=True)
-
-
 def test_runs_are_private_foreign_records_are_refused_and_own_runs_stop(
-    tmp_path: Path, other_user: int
+    tmp_path: Path, other_user: tuple[str, int]
 ) -> None:
     victim = subprocess.Popen(["sleep", "120"], start_new_session=True)
     try:
@@ -93,7 +74,7 @@ def test_runs_are_private_foreign_records_are_refused_and_own_runs_stop(
                 json.dumps({"argv": ["/usr/bin/sleep", "120"], "target": {"kind": "pct", "id": "129"}})
             )
             for p in (planted, planted / "run.json", planted / "command.json"):
-                os.chown(p, other_user, -1)
+                os.chown(p, other_user[1], -1)
 
             listed = _runs(tmp_path, profile)
             assert [r["id"] for r in listed] == [planted.name, run["id"]]  # newest first

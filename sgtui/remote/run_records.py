@@ -25,6 +25,7 @@ from sgtui.remote.run_stops import (
     StopResult,
     StopStep,
     expected_leader,
+    int_value,
     left_from_marker,
     preview_from_marker,
     steps_from_marker,
@@ -119,17 +120,6 @@ class RunRecord:
         return data
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def status_from_marker(marker: Mapping[str, Any], log_path: str = "") -> RunStatus:
     """The status script's marker -> RunStatus (members alive win over a recorded exit code)."""
     if marker.get("result") == "foreign":
@@ -154,7 +144,7 @@ def status_from_marker(marker: Mapping[str, Any], log_path: str = "") -> RunStat
 
 
 def _disk_full(marker: Mapping[str, Any], log_path: str) -> str | None:
-    free, tmp = _int(marker.get("free_kib")), marker.get("rc_tmp")
+    free, tmp = int_value(marker.get("free_kib")), marker.get("rc_tmp")
     if tmp != "empty" and (free is None or free >= DISK_FULL_KIB):
         return None
     where = log_path.rsplit("/", 1)[0] or log_path
@@ -216,7 +206,7 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
     if not isinstance(meta, dict):
         reasons.append("its run.json is missing or damaged")
     else:
-        pid, pgid = _int(meta.get("pid")) or 0, _int(meta.get("pgid")) or 0
+        pid, pgid = int_value(meta.get("pid")) or 0, int_value(meta.get("pgid")) or 0
         try:
             pid, pgid, start, boot = checked_ids(meta)
         except (ShellError, KeyError) as exc:
@@ -236,7 +226,7 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
     except (TypeError, ValueError, AttributeError):
         argv, env, gpus = [], {}, []
         reasons.append("its command.json is damaged")
-    node_rank = _int(cmd.get("node_rank"))
+    node_rank = int_value(cmd.get("node_rank"))
     shared = cmd.get("run_id")  # a node of a multi-node run: the id all its nodes share
     run_id = shared if isinstance(shared, str) and node_name(shared, node_rank) == name else name
     return RunRecord(

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from sgtui.remote.run_records import RunRecord
 
 
-def _int(value: Any) -> int | None:
+def int_value(value: Any) -> int | None:
+    """An int read back from a target (never a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -106,9 +107,9 @@ def steps_from_marker(marker: Mapping[str, Any]) -> tuple[StopStep, ...]:
     out = []
     for item in marker.get("steps") or []:
         if isinstance(item, list) and len(item) == 3 and isinstance(item[0], str):
-            ms = _int(item[1])
+            ms = int_value(item[1])
             if ms is not None and item[0] in STEP_WORDS:
-                out.append(StopStep(item[0], max(ms, 0) / 1000, _int(item[2])))
+                out.append(StopStep(item[0], max(ms, 0) / 1000, int_value(item[2])))
     return tuple(out)
 
 
@@ -166,7 +167,7 @@ def expected_leader(log_path: str, argv: Sequence[str]) -> list[str]:
 
 
 def preview_from_marker(run: RunRecord, marker: Mapping[str, Any]) -> StopPreview:
-    outside = _int(marker.get("outside")) or 0
+    outside = int_value(marker.get("outside")) or 0
     if not marker.get("alive"):
         return StopPreview(
             run.id, run.pgid, False, None, None, None, run.argv, run.log_path, 0, outside, None
@@ -183,11 +184,15 @@ def preview_from_marker(run: RunRecord, marker: Mapping[str, Any]) -> StopPrevie
             f"the group leader's command line is not the one recorded for {run.id}: this may not be the "
             "run you mean to stop"
         )
-    uptime, hz, start = _float(marker.get("uptime")), _int(marker.get("hz")) or 100, _int(marker.get("start"))
+    uptime, hz, start = (
+        _float(marker.get("uptime")),
+        int_value(marker.get("hz")) or 100,
+        int_value(marker.get("start")),
+    )
     age = uptime - start / hz if uptime is not None and start is not None else None
     uid, user = marker.get("uid"), str(marker.get("user") or "")
     owner = f"{user or '?'} (uid {uid})" if uid is not None else None
-    members = _int(marker.get("members")) or 0
+    members = int_value(marker.get("members")) or 0
     return StopPreview(
         run.id, run.pgid, True, owner, age, leader, run.argv, run.log_path, members, outside, warning
     )
@@ -196,10 +201,10 @@ def preview_from_marker(run: RunRecord, marker: Mapping[str, Any]) -> StopPrevie
 def left_from_marker(marker: Mapping[str, Any]) -> tuple[LeftProcess, ...]:
     out = []
     for item in marker.get("left") or []:
-        if isinstance(item, dict) and _int(item.get("pid")) is not None:
+        if isinstance(item, dict) and int_value(item.get("pid")) is not None:
             out.append(
-                LeftProcess(item["pid"], _int(item.get("uid")), str(item.get("why")), str(item.get("cmd")))
+                LeftProcess(
+                    item["pid"], int_value(item.get("uid")), str(item.get("why")), str(item.get("cmd"))
+                )
             )
     return tuple(out)
-
-

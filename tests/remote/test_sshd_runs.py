@@ -23,12 +23,17 @@ from .test_runs_safety import instant_exit_is_ours, missing_interpreter, slow_to
 pytestmark = pytest.mark.sshd
 
 
+def _fake_server(tmp_path: Path) -> Path:
+    path = tmp_path / "fake-server"
+    path.write_text(SERVER)
+    path.chmod(0o755)
+    return path
+
+
 async def test_a_run_outlives_its_session_and_stops_with_kill_when_term_is_ignored(
     sshd: SshdServer, tmp_path: Path
 ) -> None:
-    server_script = tmp_path / "fake-server"
-    server_script.write_text(SERVER)
-    server_script.chmod(0o755)
+    server_script = _fake_server(tmp_path)
     conn = sshd_connection(sshd, tmp_path)
     mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
     try:
@@ -76,9 +81,7 @@ async def test_a_launch_cut_by_a_lost_connection_says_the_server_may_be_running_
     real = shutil.which("seq", path=SYSTEM_PATH)
     (fake_bin / "seq").write_text(f'#!/bin/sh\nsleep 4\nexec {real} "$@"\n')
     (fake_bin / "seq").chmod(0o755)
-    server_script = tmp_path / "fake-server"
-    server_script.write_text(SERVER)
-    server_script.chmod(0o755)
+    server_script = _fake_server(tmp_path)
     conn = sshd_connection(sshd, tmp_path)
     mgr = RunManager(conn, Target(), str(tmp_path / "runs"))
     try:
@@ -120,9 +123,7 @@ async def test_a_runs_dir_through_another_users_symlink_is_refused_and_a_safe_on
     someone else, or sitting in a directory others can write, is refused and nothing is created where it
     points; a safe one is followed once, and the run lives at the resolved path."""
     name, uid = other_user
-    server_script = tmp_path / "fake-server"
-    server_script.write_text(SERVER)
-    server_script.chmod(0o755)
+    server_script = _fake_server(tmp_path)
     team = tmp_path / "team"
     team.mkdir()
     team.chmod(0o1777)  # others can write here (sticky, like /tmp with fs.protected_symlinks=0)
