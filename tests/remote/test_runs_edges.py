@@ -156,3 +156,23 @@ async def test_pruning_keeps_the_newest_ended_runs_and_never_a_running_or_a_fore
     names = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert names == sorted([planted.name, ended[2].key, live.key])
     assert (await mgr.status(live)).state is RunState.RUNNING and victim.poll() is None
+
+
+async def test_a_launch_with_long_arguments_stays_the_users_own_run(
+    manager: RunManager, server_script: Path
+) -> None:
+    """sgtui allows arguments up to 128 KiB each: a command.json over 64 KiB is still read back whole
+    (not "damaged", not foreign); one over the record limit is refused before anything starts."""
+    from sgtui.core import runscripts
+    from sgtui.core.shell import ShellError
+
+    long = "x" * 120_000
+    run = await manager.launch([str(server_script), "--chat-template", long])
+    assert Path(run.run_dir, "command.json").stat().st_size > 65536
+    [listed] = await manager.list_runs()
+    assert listed.foreign is None and listed.argv[-1] == long
+    assert (await manager.status(listed)).state is RunState.RUNNING
+    too_much = [str(server_script)] + [long] * (runscripts.RECORD_MAX_BYTES // len(long) + 1)
+    with pytest.raises(ShellError, match="keeps at most 1048576 bytes per run"):
+        await manager.launch(too_much)
+    assert [r.id for r in await manager.list_runs()] == [run.id]
