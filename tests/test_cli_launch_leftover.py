@@ -43,3 +43,35 @@ def test_a_port_in_use_launch_says_the_server_still_runs_and_stops_it(tmp_path: 
         assert stopped["steps"][0][0] == "term-main"
         listed = sgtui("runs", "--profile", str(profile), "--json", config_dir=tmp_path)
         assert [r["state"] for r in json.loads(listed.stdout)] == ["stopped", "stopped"]
+
+
+def test_a_watched_launch_that_someone_stops_says_stopped_not_that_the_server_exited() -> None:
+    """`sgtui stop` (or the TUI) stopped the run while `launch --watch` followed it: the run reads
+    STOPPED, so the watch says so, and the classifier hears no exit code of its own."""
+    import asyncio
+    import io
+
+    from sgtui.commands import launch
+    from sgtui.remote.runs import RunState, RunStatus
+    from tests.logpaths import FakeRun, _Record
+
+    class StoppedRun(FakeRun):
+        async def status(self, record: object) -> RunStatus:
+            if self.delivered < len(self.lines):
+                return RunStatus(RunState.RUNNING)
+            return RunStatus(RunState.STOPPED, 0)
+
+    out = io.StringIO()
+    lines = ["[2026-12-01 21:27:07] Load weight begin. avail mem=20.43 GB"]
+    printer = launch.Printer(False, out)
+    run, record = StoppedRun(lines, None), _Record("/runs/r/server.log")
+    watch = launch.Watch(run, record, printer, timeout=5)  # type: ignore[arg-type]
+    saved = launch.STATUS_POLL_S
+    launch.STATUS_POLL_S = 0.01
+    try:
+        assert asyncio.run(watch.run()) == 1
+    finally:
+        launch.STATUS_POLL_S = saved
+    text = out.getvalue()
+    assert "run fake-run was stopped" in text and "failed: stopped (log /runs/r/server.log)" in text
+    assert watch.classifier.state.exit_code is None

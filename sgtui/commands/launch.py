@@ -248,6 +248,7 @@ class Watch:
         self.error_seen_at: float | None = None
         self.exit_code: int | None = None
         self.exited = False
+        self.stopped = False  # it ended on a stop by sgtui (RunState.STOPPED)
         self.offset = 0  # bytes of the log already classified
         self.stop_command = stop_command  # the exact `sgtui stop` of this run (launch_leftover.stop_command)
 
@@ -315,12 +316,15 @@ class Watch:
             await asyncio.sleep(STATUS_POLL_S)  # let the tail deliver the last lines first
             await self._read_rest()
             self.exited = True
-            self.exit_code = status.rc
-            if status.disk_full:  # no exit code because it could not be written
+            self.stopped = status.state is RunState.STOPPED  # by `sgtui stop` or the TUI: not by itself
+            self.exit_code = None if self.stopped else status.rc
+            if self.stopped:
+                self.printer.emit("note", f"run {self.record.id} was stopped", message="stopped")
+            elif status.disk_full:  # no exit code because it could not be written
                 self.printer.emit("disk_full", status.disk_full, message=status.disk_full)
             elif status.why:  # what happened to its container (removed, restarted by docker, ...)
                 self.printer.emit("note", f"run {self.record.id}: {status.why}", message=status.why)
-            for event in self.classifier.process_exited(status.rc) + self.classifier.finish():
+            for event in self.classifier.process_exited(self.exit_code) + self.classifier.finish():
                 self._event(event)  # the process is gone: its log has ended (a trailing traceback killed it)
 
     def _event(self, event: LogEvent) -> None:
@@ -390,7 +394,7 @@ class Watch:
                 still_running=still_running,
             )
             return 1
-        what = error.error_class if error else "the server exited"
+        what = error.error_class if error else "stopped" if self.stopped else "the server exited"
         self.printer.emit(
             "failed",
             f"failed: {what} (log {self.record.log_path}){alive}",
