@@ -147,21 +147,27 @@ class FakeRun:
         return RunStatus(RunState.EXITED, self.rc)
 
 
+def run_watch(run: Any, record: Any, printer: Any, **options: Any) -> tuple[int, Any]:
+    """`launch.Watch(...).run()` on a fake run, its polls and waits shortened: (exit code, the watch)."""
+    from sgtui.commands import launch, launch_leftover
+
+    watch = launch.Watch(run, record, printer, **options)
+    saved = launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S
+    launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = 0.01, 0.05, 0.04
+    try:
+        return asyncio.run(watch.run()), watch
+    finally:
+        launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = saved
+
+
 def via_watch(path: Path, rc: int | None) -> tuple[Verdict, list[dict[str, Any]]]:
     """The verdict of `launch --watch` on a fake run of this log, and the JSON events it printed."""
-    from sgtui.commands import launch, launch_leftover
+    from sgtui.commands import launch
 
     lines, reversed_order = live_lines(path)
     out = io.StringIO()
     printer = launch.Printer(json_events=True, out=out)
-    run = FakeRun(lines, rc)
-    watch = launch.Watch(run, _Record(str(path)), printer, timeout=0.3)  # type: ignore[arg-type]
-    saved = launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S
-    launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = 0.01, 0.05, 0.04
-    try:
-        asyncio.run(watch.run())
-    finally:
-        launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = saved
+    _, watch = run_watch(FakeRun(lines, rc), _Record(str(path)), printer, timeout=0.3)
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     for event in events:
         if event["event"] == "error" and reversed_order:

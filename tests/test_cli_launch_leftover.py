@@ -48,12 +48,11 @@ def test_a_port_in_use_launch_says_the_server_still_runs_and_stops_it(tmp_path: 
 def test_a_watched_launch_that_someone_stops_says_stopped_not_that_the_server_exited() -> None:
     """`sgtui stop` (or the TUI) stopped the run while `launch --watch` followed it: the run reads
     STOPPED, so the watch says so, and the classifier hears no exit code of its own."""
-    import asyncio
     import io
 
     from sgtui.commands import launch
     from sgtui.remote.runs import RunState, RunStatus
-    from tests.logpaths import FakeRun, _Record
+    from tests.logpaths import FakeRun, _Record, run_watch
 
     class StoppedRun(FakeRun):
         async def status(self, record: object) -> RunStatus:
@@ -64,14 +63,8 @@ def test_a_watched_launch_that_someone_stops_says_stopped_not_that_the_server_ex
     out = io.StringIO()
     lines = ["[2026-12-01 21:27:07] Load weight begin. avail mem=20.43 GB"]
     printer = launch.Printer(False, out)
-    run, record = StoppedRun(lines, None), _Record("/runs/r/server.log")
-    watch = launch.Watch(run, record, printer, timeout=5)  # type: ignore[arg-type]
-    saved = launch.STATUS_POLL_S
-    launch.STATUS_POLL_S = 0.01
-    try:
-        assert asyncio.run(watch.run()) == 1
-    finally:
-        launch.STATUS_POLL_S = saved
+    code, watch = run_watch(StoppedRun(lines, None), _Record("/runs/r/server.log"), printer, timeout=5)
+    assert code == 1
     text = out.getvalue()
     assert "run fake-run was stopped" in text and "failed: stopped (log /runs/r/server.log)" in text
     assert watch.classifier.state.exit_code is None
