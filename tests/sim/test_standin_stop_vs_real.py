@@ -1,0 +1,35 @@
+"""The stand-in's stop is the real one's: after a TERM to its main process the simulated SGLang writes the
+lines, in the order and shape, that the real 0.5.23 server wrote in the real-SGLang tier's capture
+(`tests/fixtures/logs/real-0.5.23/stop-term-main.log`): the drain, its own children stopped, the
+uvicorn shutdown. sgtui's graceful stop and its `stopped` state are tested on the sim: it must not drift."""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.cases import QWEN_ARGS
+from tests.sim.conftest import Sim, free_port, wait_for
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "real-0.5.23" / "stop-term-main.log"
+READY = "The server is fired up and ready to roll!"
+
+
+def shutdown_shape(text: str) -> list[str]:
+    """The lines from "SIGTERM received" on, without their timestamp prefix, numbers as N."""
+    lines = [re.sub(r"^\[[^\]]*\] ", "", line) for line in text.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("SIGTERM received."))
+    return [re.sub(r"\d+", "N", line).rstrip() for line in lines[start:] if line.strip()]
+
+
+async def test_the_stand_ins_term_shutdown_has_the_real_servers_lines(sim: Sim) -> None:
+    if not REAL.is_file():
+        pytest.skip(f"{REAL} is absent: the real-SGLang tier commits it (tests/real_sglang capture)")
+    server = await sim.launch([*QWEN_ARGS, "--max-running-requests", "8", "--port", str(free_port())])
+    await wait_for(lambda: READY in server.text(), what="the ready line", detail=server.text)
+    sim.kill(server, signal.SIGTERM)
+    await wait_for(lambda: not server.alive(), timeout=10, what="the exit after TERM")
+    assert shutdown_shape(server.text()) == shutdown_shape(REAL.read_text())
