@@ -33,3 +33,26 @@ async def test_the_stand_ins_term_shutdown_has_the_real_servers_lines(sim: Sim) 
     sim.kill(server, signal.SIGTERM)
     await wait_for(lambda: not server.alive(), timeout=10, what="the exit after TERM")
     assert shutdown_shape(server.text()) == shutdown_shape(REAL.read_text())
+
+
+async def test_the_stand_in_with_its_port_taken_ends_its_log_and_hangs_as_the_real_server() -> None:
+    from dataclasses import replace
+
+    from sgtui.sim.scenarios import get_scenario
+    from tests.sim.conftest import open_sim
+
+    real = REAL.with_name("port-in-use.log")
+    if not real.is_file():
+        pytest.skip(f"{real} is absent: the real-SGLang tier commits it (tests/real_sglang capture)")
+    port = free_port()
+    async with open_sim(replace(get_scenario("port-in-use"), busy_ports=(port,))) as sim:
+        server = await sim.launch([*QWEN_ARGS, "--max-running-requests", "8", "--port", str(port)])
+        await wait_for(lambda: "Errno 98" in server.text(), what="the bind error", detail=server.text)
+        await wait_for(lambda: "Waiting for application shutdown" in server.text(), what="the hang")
+
+        def ending(text: str) -> list[str]:
+            lines = [re.sub(r"^\[[^\]]*\] ", "", line) for line in text.splitlines() if line.strip()]
+            return [re.sub(r"\d+", "N", line) for line in lines[-2:]]
+
+        assert ending(server.text()) == ending(real.read_text()) and server.alive()
+        sim.kill(server, signal.SIGKILL)
