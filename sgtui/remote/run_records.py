@@ -127,6 +127,8 @@ def status_from_marker(marker: Mapping[str, Any], log_path: str = "") -> RunStat
     rc = marker.get("rc")
     members = int(marker.get("members") or 0)
     reused = str(marker.get("reused", "0"))
+    if marker.get("stopped") is True and members == 0:  # a stop by sgtui recorded itself: it ended so,
+        return RunStatus(RunState.STOPPED, None if rc is None else int(rc), 0)  # whatever got its pid since
     if reused == "boot":
         return RunStatus(RunState.DEAD, rc, 0)
     if reused != "0":
@@ -134,8 +136,6 @@ def status_from_marker(marker: Mapping[str, Any], log_path: str = "") -> RunStat
     why = f"its run dir {log_path.rsplit('/', 1)[0]} was removed" if marker.get("gone") is True else None
     if members > 0:
         return RunStatus(RunState.RUNNING, rc, members, why=why)
-    if marker.get("stopped") is True:
-        return RunStatus(RunState.STOPPED, None if rc is None else int(rc), 0)
     if why is not None:
         return RunStatus(RunState.DEAD, None, 0, why=why)
     if rc is not None:

@@ -176,3 +176,36 @@ async def test_a_launch_with_long_arguments_stays_the_users_own_run(
     with pytest.raises(ShellError, match="keeps at most 1048576 bytes per run"):
         await manager.launch(too_much)
     assert [r.id for r in await manager.list_runs()] == [run.id]
+
+
+@pytest.mark.parametrize(
+    ("marker", "state", "rc"),
+    [
+        ({"reused": "0", "members": 0, "rc": 0, "stopped": True}, RunState.STOPPED, 0),
+        (
+            {"reused": "1", "members": 0, "rc": None, "stopped": True},
+            RunState.STOPPED,
+            None,
+        ),  # pid reused since
+        (
+            {"reused": "boot", "members": 0, "rc": None, "stopped": True},
+            RunState.STOPPED,
+            None,
+        ),  # rebooted since
+        (
+            {"reused": "0", "members": 2, "rc": None, "stopped": True},
+            RunState.RUNNING,
+            None,
+        ),  # the stop failed
+        ({"reused": "0", "members": 0, "rc": 7, "stopped": False}, RunState.EXITED, 7),  # ended by itself
+        ({"reused": "0", "members": 0, "rc": None, "stopped": False}, RunState.DEAD, None),
+    ],
+)
+def test_a_recorded_stop_names_how_the_run_ended(
+    marker: dict[str, object], state: RunState, rc: int | None
+) -> None:
+    """DESIGN.md: stopped (by sgtui, recorded) is distinct from exited (by itself, with rc) and dead."""
+    from sgtui.remote.run_records import status_from_marker
+
+    status = status_from_marker(marker, "/runs/r/server.log")
+    assert (status.state, status.rc) == (state, rc)
