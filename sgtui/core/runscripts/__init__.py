@@ -27,6 +27,7 @@ from sgtui.core.runscripts.checks import (
     check_runs_dir,
     check_start,
 )
+from sgtui.core.runscripts.process import parse_progress, preview_script, status_script, stop_script
 from sgtui.core.runscripts.scripts import (
     DEFAULT_RUNS_DIR_TEXT,
     ENV_FILE,
@@ -38,11 +39,7 @@ from sgtui.core.runscripts.scripts import (
     STOPPED_FILE,
     detach_script,
     list_script,
-    parse_progress,
-    preview_script,
     prune_script,
-    status_script,
-    stop_script,
 )
 
 __all__ = [
