@@ -256,17 +256,19 @@ class Watch:
         import asyncio
         import contextlib
 
+        from sgtui.commands.launch_leftover import end_watch
+
         tail = asyncio.ensure_future(self._follow())
         try:
             deadline = None if self.timeout is None else time.monotonic() + self.timeout
             while True:
                 done = self._verdict()
                 if done is not None:
-                    return await self._end(done)
+                    return await end_watch(self, done)
                 stall = self.classifier.check_stall()
                 if stall is not None:
                     self._event(stall)
-                    return await self._end("stalled")
+                    return await end_watch(self, "stalled")
                 if deadline is not None and time.monotonic() > deadline:
                     self.printer.emit(
                         "timeout", f"gave up after {self.timeout:g} s: still {self.classifier.state.phase}"
@@ -347,17 +349,6 @@ class Watch:
         elif self.exited:
             return "failed" if self.exit_code != 0 else "exited"
         return None
-
-    async def _end(self, verdict: str) -> int:
-        """The verdict's lines; a failed server that did not exit is said to be running, and stopped
-        (launch_leftover.py); a stalled one is left running with the command that stops it."""
-        from sgtui.commands.launch_leftover import still_running, stop_failed
-
-        alive = verdict != "ready" and not self.exited and await still_running(self.manager, self.record)
-        code = self._finish(verdict, still_running=alive)
-        if alive and verdict == "failed":
-            await stop_failed(self.manager, self.record, self.printer, self.stop_command or "sgtui stop")
-        return code
 
     def _finish(self, verdict: str, still_running: bool = False) -> int:
 

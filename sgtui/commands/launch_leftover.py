@@ -29,6 +29,16 @@ def stop_command(record: RunRecord, *, profile: str | None, host: str, target: s
     return f"sgtui stop {record.id} {place} --yes"
 
 
+async def end_watch(watch: Any, verdict: str) -> int:
+    """`Watch`'s verdict lines; a failed server that did not exit is said to be running, and stopped; a
+    stalled one is left running with the command that stops it."""
+    alive = verdict != "ready" and not watch.exited and await still_running(watch.manager, watch.record)
+    code: int = watch._finish(verdict, still_running=alive)
+    if alive and verdict == "failed":
+        await stop_failed(watch.manager, watch.record, watch.printer, watch.stop_command or "sgtui stop")
+    return code
+
+
 def alive_note(verdict: str, record: RunRecord, command: str | None) -> str:
     """What the failure line adds for a server still running: stopped now (failed), or how (stalled)."""
     if verdict == "stalled":
