@@ -115,10 +115,11 @@ class StandIn(Startup):
                 f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
                 f"('{spec.host}', {spec.port}): {os.strerror(exc.errno or 98).lower()}"
             )
+            # as the real 0.5.23 server does: the bind error, then it hangs in the lifespan shutdown with
+            # its scheduler alive (and its memory held) until someone stops it
             log.line("INFO:     Waiting for application shutdown.")
-            log.line("INFO:     Application shutdown complete.")
-            self.release()
-            return 1
+            while True:
+                time.sleep(3600)
         threading.Thread(target=self.http.serve_forever, name="http", daemon=True).start()
         log.line(f"INFO:     Uvicorn running on http://{spec.host}:{spec.port} (Press CTRL+C to quit)")
         self.serving = True

@@ -22,6 +22,7 @@ STATE_STYLE = {
     "stalled": "bold yellow",
     "failed": "bold red",
     "stopped": "yellow",
+    "dead": "red",
     "exited": "dim",
 }
 MARKS = {"view": ("▶", "bold"), "followed": ("•", ""), "changed": ("!", "bold yellow")}
