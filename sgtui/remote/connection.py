@@ -123,6 +123,12 @@ class Connection(Channels):
     def connected(self) -> bool:
         return self._conn is not None and self.state is ConnState.UP
 
+    @property
+    def host_key_fingerprint(self) -> str | None:
+        """The fingerprint of the host key the current connection was made with; None while down."""
+        key = self._conn.get_server_host_key() if self._conn is not None else None
+        return None if key is None else str(key.get_fingerprint())
+
     async def connect(self) -> Connection:
         """Open the connection now (otherwise the first command does); raises on failure."""
         await self._ensure()

@@ -165,6 +165,11 @@ class RemoteBackend:
         finally:
             unsubscribe()
 
+    async def machine(self, host: str) -> str | None:
+        from sgtui.remote.identity import machine_identity
+
+        return await machine_identity(self._conn(host))
+
     async def containers(self, host: str) -> list[ContainerView]:
         found = await discover(self._conn(host))
         views = [ContainerView("host", "", host, "", ())]

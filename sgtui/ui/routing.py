@@ -100,6 +100,14 @@ class HostRouting(Base):
         if host == self.deployment.host and self.deployment.target is not None:
             self.relist(host)
 
+    def on_machine_identified(self, message: m.MachineIdentified) -> None:
+        """A name's machine is known: a second name for one machine already shown joins its row."""
+        if not self.is_running:
+            return
+        self.fleet.identify(message.host, message.identity)
+        self.fleet_pane.refresh_fleet()
+        self.draw_runs()
+
     def on_containers_found(self, message: m.ContainersFound) -> None:
         if not self.is_running:
             return

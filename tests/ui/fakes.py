@@ -69,6 +69,7 @@ class FakeBackend:
     password_prompt: Any = None
     key_answers: list[tuple[str, bool]] = field(default_factory=list)
     closed: bool = False
+    machines: dict[str, str | None] = field(default_factory=dict)  # host -> its identity; default: its own
     _state_queue: asyncio.Queue[tuple[str, str]] | None = None
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
@@ -88,6 +89,9 @@ class FakeBackend:
     def push_state(self, state: str, detail: str = "") -> None:
         assert self._state_queue is not None
         self._state_queue.put_nowait((state, detail))
+
+    async def machine(self, host: str) -> str | None:
+        return self.machines.get(host, f"machine of {host}")
 
     async def containers(self, host: str) -> list[ContainerView]:
         return [
