@@ -49,7 +49,10 @@ async def test_two_names_for_one_machine_with_a_recorded_run_open_and_list_it_on
                     "both names connected",
                 )
                 await wait_for(
-                    pilot, lambda: app.fleet.host("sim").also == ["sim-alias"], 20, "the two names seen as one"
+                    pilot,
+                    lambda: app.fleet.host("sim").also == ["sim-alias"],
+                    20,
+                    "the two names seen as one",
                 )
                 await wait_for(
                     pilot,
