@@ -20,10 +20,12 @@ means here what it means to `ssh`. hosts.yaml (in the config dir) adds or overri
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,11 +76,24 @@ class HostConfig:
     host_key_alias: str | None = None  # the name its key is recorded under in known_hosts
     identities_only: bool = False  # only identity_files (and those keys in the agent) are offered
     proxy_command: str | None = None  # OpenSSH ProxyCommand, %-tokens not yet expanded
+    skipped_exec: tuple[str, ...] = ()  # `Match exec` commands never run (match_exec_note)
 
     @property
     def key_name(self) -> str:
         """The name known_hosts is searched for: HostKeyAlias, else the hostname."""
         return self.host_key_alias or self.hostname
+
+    @property
+    def match_exec_note(self) -> str:
+        """Why a `Match exec` block did not apply here: "" when the config has none for this host."""
+        if not self.skipped_exec:
+            return ""
+        commands = ", ".join(f"`{c}`" for c in self.skipped_exec)
+        return (
+            f"{self.source}: host {self.name!r}: sgtui does not run `Match exec` {commands} (reading the "
+            "config must not run commands; OpenSSH runs it only when connecting): that condition is taken "
+            "as false; put what its block sets for this host into hosts.yaml"
+        )
 
 
 def default_ssh_config() -> Path:
@@ -139,12 +154,39 @@ def ssh_config_aliases(path: Path, _seen: set[Path] | None = None) -> list[str]:
     return aliases
 
 
+_EXEC_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _exec_never_runs(skipped: list[str]) -> Iterator[None]:
+    """While asyncssh parses the config, a `Match exec CMD` condition is recorded and taken as false,
+    never run: asyncssh's parser runs it with `shell=True` (and its %-tokens unexpanded) at read time,
+    where OpenSSH runs it only when connecting (ssh_config(5), readconf.c match_cfg_line)."""
+    import asyncssh.config as parser
+
+    def record(command: str) -> bool:
+        skipped.append(command)
+        return False
+
+    with _EXEC_LOCK:
+        real = parser._exec
+        parser._exec = record
+        try:
+            yield
+        finally:
+            parser._exec = real
+
+
 def resolve_ssh_alias(alias: str, config_path: Path) -> HostConfig:
-    """An alias as `ssh` would resolve it, using asyncssh's config parser."""
+    """An alias as `ssh` would resolve it, using asyncssh's config parser; no `Match exec` is run."""
     from asyncssh.config import SSHClientConfig
 
+    skipped: list[str] = []
     try:
-        cfg = SSHClientConfig.load(None, [config_path], False, False, False, getpass.getuser(), (), alias, ())
+        with _exec_never_runs(skipped):
+            cfg = SSHClientConfig.load(
+                None, [config_path], False, False, False, getpass.getuser(), (), alias, ()
+            )
     except Exception as exc:  # asyncssh raises ConfigParseError (a ValueError) with file and line
         raise HostsFileError(f"{config_path}: {exc}") from None
     idents = cfg.get("IdentityFile") or ()
@@ -165,6 +207,7 @@ def resolve_ssh_alias(alias: str, config_path: Path) -> HostConfig:
         identities_only=bool(cfg.get("IdentitiesOnly")),
         # asyncssh has already expanded its %-tokens; "none" turns it off, as in OpenSSH
         proxy_command=None if not proxy or str(proxy).lower() == "none" else _literal_percent(str(proxy)),
+        skipped_exec=tuple(dict.fromkeys(skipped)),
     )
 
 

@@ -54,9 +54,15 @@ def auth_failure(exc: asyncssh.PermissionDenied, host: HostConfig, key_notes: Se
         skipped += "; IdentitiesOnly: only " + ", ".join(host.identity_files) + " were offered"
     return AuthError(
         f"{host.name}: authentication failed as {host.user or 'the current user'} "
-        f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password",
+        f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password"
+        + _exec_note(host),
         host,
     )
+
+
+def _exec_note(host: HostConfig) -> str:
+    """A `Match exec` block sgtui did not run may be why the settings are not the ones ssh would use."""
+    return f" (note: {host.match_exec_note})" if host.skipped_exec else ""
 
 
 def unreachable_failure(exc: BaseException, host: HostConfig, proxy: ProxyCommand | None) -> UnreachableError:
@@ -65,9 +71,10 @@ def unreachable_failure(exc: BaseException, host: HostConfig, proxy: ProxyComman
         said = proxy.stderr_tail()
         return UnreachableError(
             f"cannot reach {host.name} through its ProxyCommand `{proxy.command}`: "
-            f"{said or exc or 'timed out'}; run that command by hand to see why"
+            f"{said or exc or 'timed out'}; run that command by hand to see why" + _exec_note(host)
         )
     return UnreachableError(
         f"cannot reach {host.name} ({host.hostname}:{host.port}): "
         f"{exc or 'timed out'}; check that the host is up and that its hostname and port are right"
+        + _exec_note(host)
     )

@@ -124,7 +124,8 @@ class RemoteBackend:
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
         views = [HostView(name, cfg.hostname, cfg.source) for name, cfg in self.pool.hosts.items()]
-        return views, list(self._problems)
+        notes = [cfg.match_exec_note for cfg in self.pool.hosts.values() if cfg.skipped_exec]
+        return views, [*self._problems, *notes]
 
     async def connection_states(self, host: str) -> AsyncIterator[tuple[str, str]]:
         conn = self._conn(host)

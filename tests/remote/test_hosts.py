@@ -101,3 +101,21 @@ def test_a_host_may_name_its_own_runs_dir_and_a_bad_one_is_reported_with_the_oth
         load_hosts(ssh_config=False, hosts_yaml=hosts)
     assert "hosts.yaml:1: host 'gpu1': runs_dir must be an absolute path" in str(err.value)
     assert "port must be" in str(err.value)
+
+
+def test_reading_the_ssh_config_never_runs_a_match_exec_command(tmp_path: Path) -> None:
+    """OpenSSH runs `Match exec` only when connecting; reading the config (every sgtui command, the
+    TUI's host list) must run nothing. The condition is taken as false and the host says so."""
+    ran = tmp_path / "ran"
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        "Host gpu1\n  HostName 10.0.0.5\n"
+        f'Match originalhost gpu1 exec "touch {ran}"\n  User fromexec\n'
+        "Host plain\n  HostName 10.0.0.6\n"
+    )
+    hosts = load_hosts(cfg, hosts_yaml=False)
+    assert not ran.exists()
+    assert hosts["gpu1"].user is None and hosts["gpu1"].skipped_exec == (f"touch {ran}",)
+    note = hosts["gpu1"].match_exec_note
+    assert "does not run `Match exec`" in note and f"`touch {ran}`" in note and "hosts.yaml" in note
+    assert hosts["plain"].skipped_exec == ()  # the Match is not for plain
