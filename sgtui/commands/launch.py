@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 HELP = "launch a profile headless; --watch follows it to ready or failure"
 
 STATUS_POLL_S = 0.5  # how often --watch asks whether the process group is still alive
+STATUS_TIMEOUT_S = 10.0  # a status poll not answered in this long: the link is taken as lost
+GIVE_UP_AFTER_S = 300.0  # --give-up-after's default: this long without a connection ends the watch
 ERROR_SETTLE_S = 1.0  # after the first fatal line, read this much longer so the whole traceback is in
 
 
@@ -51,6 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "per phase from what the log says (model size, TP, loading rate); on a multi-node profile the "
         "stall names the nodes and ranks that did not arrive",
     )
+    parser.add_argument(
+        "--give-up-after",
+        type=float,
+        default=GIVE_UP_AFTER_S,
+        metavar="S",
+        help=f"with --watch: stop watching (exit 1) after S seconds without a connection to the host "
+        f"(default {GIVE_UP_AFTER_S:g}); the server is not stopped",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None and stall_after <= 0:
         raise UserError(f"--stall-after {stall_after:g}: give a positive number of seconds")
+    give_up = getattr(args, "give_up_after", GIVE_UP_AFTER_S)
+    if not give_up > 0:
+        raise UserError(f"--give-up-after {give_up:g}: give a positive number of seconds")
     path = resolve_profile_path(args.profile)
     printer = Printer(json_events=args.json_events)
     return asyncio.run(
@@ -73,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
             printer=printer,
             timeout=args.timeout,
             stall_after=stall_after,
+            give_up_after=give_up,
         )
     )
 
@@ -149,6 +163,7 @@ async def launch(
     printer: Printer,
     timeout: float | None,
     stall_after: float | None = None,
+    give_up_after: float = GIVE_UP_AFTER_S,
 ) -> int:
     from sgtui.core.profiles import dump_profile, load_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
@@ -190,7 +205,14 @@ async def launch(
         )
         if not watch:
             return 0
-        return await Watch(manager, record, printer, timeout, stall_after).run()
+        import shlex
+
+        from sgtui.commands.runs import target_text
+
+        where = ["--host", host_name, "--target", target_text(target)] if host else ["--profile", str(path)]
+        follow = Watch(manager, record, printer, timeout, stall_after, give_up_after=give_up_after)
+        follow.place = shlex.join(where)
+        return await follow.run()
     except RemoteError as exc:
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
@@ -226,6 +248,7 @@ class Watch:
         timeout: float | None,
         stall_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        give_up_after: float = GIVE_UP_AFTER_S,
     ) -> None:
         from sgtui.core.logs import LogClassifier
 
@@ -238,11 +261,17 @@ class Watch:
         self.exit_code: int | None = None
         self.exited = False
         self.offset = 0  # bytes of the log already classified
+        from sgtui.commands.watch_link import LinkWatch
+
+        conn = getattr(manager, "conn", None)
+        self.link = LinkWatch(conn, printer, give_up_after, lambda: self.offset)
+        self.place = f"--host {self.link.host}"  # how `sgtui runs`/`status`/`stop` find the run
 
     async def run(self) -> int:
         import asyncio
         import contextlib
 
+        self.link.start()
         tail = asyncio.ensure_future(self._follow())
         try:
             deadline = None if self.timeout is None else time.monotonic() + self.timeout
@@ -259,9 +288,14 @@ class Watch:
                         "timeout", f"gave up after {self.timeout:g} s: still {self.classifier.state.phase}"
                     )
                     return 1
+                if self.link.fatal or self.link.gone_too_long() or tail.done():
+                    if tail.done() and not tail.cancelled() and tail.exception() is not None:
+                        self.link.fatal = self.link.fatal or str(tail.exception())
+                    return self.link.give_up(self.record.id, self.place)
                 await asyncio.sleep(STATUS_POLL_S)
                 await self._poll_status()
         finally:
+            self.link.close()
             tail.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await tail
@@ -293,13 +327,17 @@ class Watch:
 
         if self.exited:
             return
+        import asyncio
+
         try:
-            status = await self.manager.status(self.record)
+            status = await asyncio.wait_for(self.manager.status(self.record), STATUS_TIMEOUT_S)
+        except TimeoutError:  # a link that answers nothing (a host gone without a goodbye)
+            self.link.lost(f"no answer in {STATUS_TIMEOUT_S:g} s")
+            return
         except RemoteError:
             return  # the connection is being re-established; the next poll asks again
+        self.link.back()  # answered: whatever looked lost is back
         if status.state is not RunState.RUNNING:
-            import asyncio
-
             await asyncio.sleep(STATUS_POLL_S)  # let the tail deliver the last lines first
             await self._read_rest()
             self.exited = True

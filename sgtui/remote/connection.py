@@ -288,6 +288,9 @@ class Connection(Channels):
 Transport = Connection | LocalTransport
 
 
+MAX_JUMPS = 16  # ProxyJump hops to one host; a chain that loops back is refused whatever its length
+
+
 class ConnectionPool:
     """One Connection per host alias, created on first use; ProxyJump hops become tunnels."""
 
@@ -302,10 +305,26 @@ class ConnectionPool:
         self._password_cb = password_cb
         self._options = conn_options
         self._conns: dict[str, Transport] = {}
+        self._chain: list[str] = []  # the hosts being set up, each reached through the next
 
     def get(self, name: str) -> Transport:
         if name in self._conns:
             return self._conns[name]
+        if name in self._chain or len(self._chain) >= MAX_JUMPS:
+            chain = " -> ".join([*self._chain, name])
+            first = self.hosts.get(self._chain[0])
+            where = f"{first.source}: " if first is not None else ""
+            why = "loops back" if name in self._chain else f"is longer than {MAX_JUMPS} hops"
+            self._chain.clear()
+            raise UserError(f"{where}the ProxyJump chain {chain} {why}; fix proxy_jump / ProxyJump")
+        self._chain.append(name)
+        try:
+            return self._make(name)
+        finally:
+            if self._chain and self._chain[-1] == name:
+                self._chain.pop()
+
+    def _make(self, name: str) -> Transport:
         host = self.hosts.get(name)
         if host is None:
             known = ", ".join(sorted(self.hosts)) or "none configured"

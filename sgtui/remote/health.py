@@ -9,13 +9,13 @@ import asyncio
 import contextlib
 import enum
 import ipaddress
-import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 import asyncssh
 
+from sgtui.core.bounded import parse_json_or_none
 from sgtui.remote.connection import RemoteError, Transport
 from sgtui.remote.runs import RunState, RunStatus
 from sgtui.remote.targets import HOST, Target
@@ -102,7 +102,7 @@ def parse_http_response(data: bytes) -> HttpProbe:
     head, _, body = data.partition(b"\r\n\r\n")
     status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
     parts = status_line.split()
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not (parts[1].isdigit() and len(parts[1]) == 3):
         return HttpProbe(HttpState.ERROR, detail=f"not an HTTP answer: {status_line[:80]!r}")
     status = int(parts[1])
     text = body.decode("utf-8", "replace")
@@ -110,10 +110,7 @@ def parse_http_response(data: bytes) -> HttpProbe:
 
 
 def model_name(body: str) -> str | None:
-    try:
-        data: Any = json.loads(body)
-    except json.JSONDecodeError:
-        return None
+    data: Any = parse_json_or_none(body)  # whatever answers on the port: no depth, digits or size trusted
     if isinstance(data, dict):
         for key in ("model_path", "served_model_name", "model"):
             if isinstance(data.get(key), str):

@@ -35,7 +35,7 @@ import yaml
 from sgtui.core import paths
 from sgtui.core.bounded import BoundedInputError, short_repr
 from sgtui.core.errors import UserError
-from sgtui.core.yamlsafe import NoAliasLoader, compose_yaml
+from sgtui.core.yamlsafe import NoAliasLoader, compose_yaml, yaml_problem
 
 HOSTS_FILE = "hosts.yaml"
 KNOWN_HOSTS_FILE = "known_hosts"
@@ -128,29 +128,43 @@ def load_hosts(
 
 
 _HOST_LINE = re.compile(r"^\s*Host\s+(.+?)\s*$", re.IGNORECASE)
+MAX_HOST_NAMES = 256  # names on one `Host` line; each alias is resolved by re-reading the whole config
+MAX_SSH_ALIASES = 2000  # concrete aliases in all: past this, resolving them one by one takes minutes
 _INCLUDE_LINE = re.compile(r"^\s*Include\s+(.+?)\s*$", re.IGNORECASE)
 
 
 def ssh_config_aliases(path: Path, _seen: set[Path] | None = None) -> list[str]:
-    """Concrete aliases named by `Host` lines (patterns with * ? ! are not hosts one can pick)."""
-    seen = _seen if _seen is not None else set()
+    """Concrete aliases named by `Host` lines (patterns with * ? ! are not hosts one can pick). A `Host`
+    line past MAX_HOST_NAMES names, or more than MAX_SSH_ALIASES in all, is one HostsFileError line."""
+    return list(_aliases(path, _seen if _seen is not None else set(), {}))
+
+
+def _aliases(path: Path, seen: set[Path], aliases: dict[str, None]) -> dict[str, None]:
     path = path.resolve()
     if path in seen or not path.is_file():
-        return []
+        return aliases
     seen.add(path)
-    aliases: list[str] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if m := _INCLUDE_LINE.match(line):
             for pattern in m.group(1).split():
                 expanded = Path(os.path.expanduser(pattern))
                 if not expanded.is_absolute():
                     expanded = Path(os.path.expanduser("~/.ssh")) / expanded
                 for inc in sorted(expanded.parent.glob(expanded.name)):
-                    aliases += [a for a in ssh_config_aliases(inc, seen) if a not in aliases]
+                    _aliases(inc, seen, aliases)
         elif m := _HOST_LINE.match(line):
-            for word in m.group(1).split():
-                if not any(c in word for c in "*?!") and word not in aliases:
-                    aliases.append(word)
+            words = m.group(1).split()
+            if len(words) > MAX_HOST_NAMES:
+                raise HostsFileError(
+                    f"{path}:{number}: a Host line with {len(words):,} names; sgtui reads at most "
+                    f"{MAX_HOST_NAMES} per line (each is resolved as ssh would): split it, or use a pattern"
+                )
+            aliases.update((w, None) for w in words if not any(c in w for c in "*?!"))
+            if len(aliases) > MAX_SSH_ALIASES:
+                raise HostsFileError(
+                    f"{path}:{number}: more than {MAX_SSH_ALIASES:,} host names in the ssh config; sgtui "
+                    "resolves each as ssh would, which would take minutes: use patterns for the rest"
+                )
     return aliases
 
 
@@ -248,7 +262,8 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
     except BoundedInputError as exc:
         raise HostsFileError(str(exc)) from None
     except yaml.YAMLError as exc:
-        raise HostsFileError(f"{path}: not valid YAML: {exc}") from None
+        line, what = yaml_problem(exc)
+        raise HostsFileError(f"{path}{f':{line}' if line else ''}: {what}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -11,7 +11,6 @@ import base64
 import binascii
 import calendar
 import enum
-import json
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from typing import Any
 
 from sgtui.core import runscripts
 from sgtui.core.ages import age_words
+from sgtui.core.bounded import parse_json_or_none
 from sgtui.core.shell import BASH, ShellError
 from sgtui.remote.targets import Target
 
@@ -282,15 +282,12 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
         elif tag == "@@owner":
             owner = value.strip() or None
         elif tag in ("@@run.json", "@@command.json"):
-            try:
-                files[tag[2:]] = json.loads(base64.b64decode(value.strip(), validate=True))
+            try:  # a record on a shared box: its depth, digits and size are bounded, never trusted
+                files[tag[2:]] = parse_json_or_none(base64.b64decode(value.strip(), validate=True))
             except (binascii.Error, ValueError):
                 files[tag[2:]] = None
         elif tag in ("@@run.json=", "@@command.json="):  # our own one-line record, sent as it is
-            try:
-                files[tag[2:-1]] = json.loads(value)
-            except ValueError:
-                files[tag[2:-1]] = None
+            files[tag[2:-1]] = parse_json_or_none(value)
     meta, cmd = files.get("run.json"), files.get("command.json", {})
     if not isinstance(cmd, dict):
         reasons.append("its command.json is damaged")

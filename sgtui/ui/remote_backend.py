@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from sgtui.core.bounded import load_json, parse_json_or_none
 from sgtui.core.errors import UserError
 from sgtui.core.nvsmi import GpuProcess
 from sgtui.remote.connection import (
@@ -204,11 +204,13 @@ class RemoteBackend:
             )
         config_text, _, rest = result.stdout.partition("@@index")
         index_text = rest.partition("@@end")[0].strip()
-        config = json.loads(config_text)
+        config = load_json(config_text, f"{host}:{model_path}/config.json")  # bounded: one line, not a trace
         weight_bytes = None
         if index_text:
-            with contextlib.suppress(ValueError, AttributeError):
-                weight_bytes = int(json.loads(index_text)["metadata"]["total_size"])
+            with contextlib.suppress(ValueError, AttributeError, TypeError, KeyError):
+                weight_bytes = int(
+                    parse_json_or_none(index_text, max_bytes=64 << 20)["metadata"]["total_size"]
+                )
         return {"config": config, "weight_bytes": weight_bytes}
 
     async def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]:

@@ -74,8 +74,25 @@ def test_every_problem_in_hosts_yaml_is_reported_with_its_line(tmp_path: Path) -
 def test_broken_yaml_names_the_file(tmp_path: Path) -> None:
     yml = tmp_path / "hosts.yaml"
     yml.write_text("a: [\n")
-    with pytest.raises(HostsFileError, match=r"hosts\.yaml: not valid YAML"):
+    with pytest.raises(HostsFileError, match=r"hosts\.yaml:2: YAML syntax error"):
         load_hosts(False, yml)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("gpu1:\n  port: " + "9" * 5000 + "\n", "hosts.yaml:2: an integer of 5,000 digits"),
+        ("gpu1:\n  identity_file: " + "[" * 3000 + "]" * 3000 + "\n", "nested more than 64 levels deep"),
+        ("gpu1:\n\thostname: x\n", "hosts.yaml:2: tabs are not allowed for indentation in YAML"),
+    ],
+)
+def test_hostile_hosts_yaml_is_one_line_naming_the_line(tmp_path: Path, text: str, said: str) -> None:
+    """A 5,000-digit number, 3,000 nested lists, a tab: one clear line, never a traceback."""
+    yml = tmp_path / "hosts.yaml"
+    yml.write_text(text)
+    with pytest.raises(HostsFileError) as err:
+        load_hosts(False, yml)
+    assert said in str(err.value) and "\n" not in str(err.value)
 
 
 def test_jump_specs_parse() -> None:
