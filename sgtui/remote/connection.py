@@ -33,7 +33,7 @@ from sgtui.remote.known_hosts import (
 from sgtui.remote.local import LocalTransport
 from sgtui.remote.proxy import ProxyCommand
 from sgtui.remote.ssh_auth import AuthClient, PasswordCallback, Secrets
-from sgtui.remote.ssh_failures import auth_failure, host_key_failure, unreachable_failure
+from sgtui.remote.ssh_failures import auth_disconnect, auth_failure, host_key_failure, unreachable_failure
 from sgtui.remote.ssh_options import Identities, connect_learning_key_type, connect_options
 from sgtui.remote.transport import (
     AuthError,
@@ -180,6 +180,10 @@ class Connection(Channels):
             raise auth from None
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             await self._end_proxy()
+            refused = auth_disconnect(exc, self.host, client)
+            if refused is not None:  # hung up during login: not an unreachable host
+                self._emit(ConnState.AUTH_FAILED, str(refused))
+                raise refused from None
             if proxy is not None:
                 await proxy.close()  # its stderr is read to the end
             unreachable = unreachable_failure(exc, self.host, proxy)

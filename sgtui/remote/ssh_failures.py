@@ -65,6 +65,31 @@ def _exec_note(host: HostConfig) -> str:
     return f" (note: {host.match_exec_note})" if host.skipped_exec else ""
 
 
+def auth_disconnect(exc: BaseException, host: HostConfig, client: AuthClient) -> AuthError | None:
+    """A server that hangs up during authentication (sshd's MaxAuthTries: "Too many authentication
+    failures", after every agent key was offered or the passwords were wrong) refused the login: that is
+    an authentication failure, not an unreachable host. None when the hang-up is not about the login."""
+    reason = str(getattr(exc, "reason", "") or exc)
+    code = getattr(exc, "code", None)
+    about_auth = code == asyncssh.DISC_NO_MORE_AUTH_METHODS_AVAILABLE or "authentication" in reason.lower()
+    if not about_auth and not (client.tried_password and isinstance(exc, asyncssh.ConnectionLost)):
+        return None
+    who = host.user or "the current user"
+    said = reason.strip() or "the server closed the connection during login"
+    if client.tried_password:
+        todo = "the password was refused; check it (and the user name), or use a key (identity_file)"
+    elif host.identities_only and host.identity_files:
+        offered = ", ".join(host.identity_files)
+        todo = f"IdentitiesOnly: only {offered} was offered; check that key is authorized there"
+    else:
+        todo = (
+            "the agent or ~/.ssh offered more keys than the server allows per login (sshd "
+            "MaxAuthTries): name the right key with identity_file and set IdentitiesOnly yes "
+            "(hosts.yaml: identity_file: ... and identities_only: true)"
+        )
+    return AuthError(f"{host.name}: authentication failed as {who} ({said}): {todo}" + _exec_note(host), host)
+
+
 def unreachable_failure(exc: BaseException, host: HostConfig, proxy: ProxyCommand | None) -> UnreachableError:
     """The host did not answer; through a ProxyCommand (already closed) its own words say why."""
     if proxy is not None:
@@ -73,8 +98,8 @@ def unreachable_failure(exc: BaseException, host: HostConfig, proxy: ProxyComman
             f"cannot reach {host.name} through its ProxyCommand `{proxy.command}`: "
             f"{said or exc or 'timed out'}; run that command by hand to see why" + _exec_note(host)
         )
+    said = str(exc).strip() or ("timed out" if isinstance(exc, TimeoutError) else "the connection was closed")
     return UnreachableError(
         f"cannot reach {host.name} ({host.hostname}:{host.port}): "
-        f"{exc or 'timed out'}; check that the host is up and that its hostname and port are right"
-        + _exec_note(host)
+        f"{said}; check that the host is up and that its hostname and port are right" + _exec_note(host)
     )
