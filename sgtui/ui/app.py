@@ -26,7 +26,7 @@ from sgtui.ui.backend import Backend
 from sgtui.ui.commands_provider import SgtuiCommands
 from sgtui.ui.deploy import DeployActions
 from sgtui.ui.fitting import FitInputs, compute_fit
-from sgtui.ui.host_dialogs import HostDialogs
+from sgtui.ui.host_dialogs import HostDialogs, KeyCase
 from sgtui.ui.keymap import KEYS_FILE, load_keymap
 from sgtui.ui.panes.flags import FlagsPane
 from sgtui.ui.panes.hosts import FleetPane
@@ -122,6 +122,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         self._connected: set[str] = set()
         self._reattach_checked: set[str] = set()
         self._refusals_told: set[str] = set()
+        self.key_cases: dict[str, KeyCase] = {}  # a changed host key (by fingerprint) -> its host names
 
     # the state the panes render, by the names the tests and the palette use ------------------------------
     @property
@@ -251,6 +252,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         else show up in the fleet and runs views)."""
         if not self.is_running:
             return
+        self.check_key_files()
         for name, host_model in self.fleet.hosts.items():
             runs_age = host_model.ages.age("runs")
             if host_model.state == "connected" and runs_age is not None and runs_age > RUNS_REFRESH_S:
@@ -308,6 +310,10 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
     @on(FleetPane.Picked)
     def _picked(self, event: FleetPane.Picked) -> None:
         pick = event.pick
+        case = self.key_case_of(pick.host)
+        if case is not None and pick.container is None:  # its changed key: the dialog again
+            self.show_key_case(case)
+            return
         self.connect(pick.host)
         if pick.container is not None:
             self.deploy.retarget(pick.host, pick.container)

@@ -101,4 +101,9 @@ class Backend(Protocol):
         """The user's answer to an "unknown-key" state: record the key and connect, or give up."""
         ...
 
+    def retry(self, host: str) -> None:
+        """Forget a host-key or login failure of `host` (the user fixed known_hosts or the key), so the
+        next connection attempt is a real one."""
+        ...
+
     async def close(self) -> None: ...

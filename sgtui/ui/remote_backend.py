@@ -171,6 +171,11 @@ class RemoteBackend:
 
         return await machine_identity(self._conn(host))
 
+    def retry(self, host: str) -> None:
+        conn = self._conn(host)
+        if isinstance(conn, Connection):
+            conn.reset()
+
     async def containers(self, host: str) -> list[ContainerView]:
         found = await discover(self._conn(host))
         views = [ContainerView("host", "", host, "", ())]

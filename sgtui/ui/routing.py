@@ -52,7 +52,7 @@ class HostRouting(Base):
             self.ask_host_key(message.host, message.detail)
         if message.state == "key-changed":
             self.tell_key_changed(message.host, message.detail)
-            said = "HOST KEY CHANGED: see the dialog (nothing was sent)"
+            said = "HOST KEY CHANGED: Enter shows it (nothing was sent)"
             message = m.HostStateChanged(message.host, "failed", said)
         host = self.fleet.host(message.host)
         before = host.set_state(message.state, message.detail)

@@ -69,6 +69,7 @@ class FakeBackend:
     password_prompt: Any = None
     key_answers: list[tuple[str, bool]] = field(default_factory=list)
     closed: bool = False
+    retried: list[str] = field(default_factory=list)
     machines: dict[str, str | None] = field(default_factory=dict)  # host -> its identity; default: its own
     _state_queue: asyncio.Queue[tuple[str, str]] | None = None
 
@@ -172,6 +173,9 @@ class FakeBackend:
 
     def trust_host_key(self, host: str, trusted: bool) -> None:
         self.key_answers.append((host, trusted))
+
+    def retry(self, host: str) -> None:
+        self.retried.append(host)
 
     async def close(self) -> None:
         self.closed = True
