@@ -26,7 +26,7 @@ else:
 class Actions(Base):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.readonly and action in ("launch", "stop", "restart", "apply"):
-            return None  # greyed in the footer; the key says why
+            return True  # the key runs and says "read-only: ..." (a disabled binding would say nothing)
         if action == "apply":
             return self.log_pane.diagnosis.first_suggestion is not None
         if action == "stop":
@@ -40,10 +40,13 @@ class Actions(Base):
         self.main.query_one(focus).focus()
 
     def action_leave_input(self) -> None:
-        """esc: out of a text field, so that the single-letter keys act again."""
+        """esc: out of a text field, so that the single-letter keys act again; in the log, clears a kept
+        search."""
         focused = self.focused
         if isinstance(focused, Input) and focused.id == "log-search":
             self.log_pane.close_filter()
+        elif isinstance(focused, LogView) and focused.store.search is not None:
+            self.log_pane.close_filter()  # the search kept with enter: esc in the log clears it (help says)
         elif isinstance(focused, Input) and focused.id == "host-filter":
             self.main.query_one("#host-tree").focus()
         elif focused is not None and self.form in focused.ancestors:

@@ -18,7 +18,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import Header, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from sgtui.ui.actions import Actions
@@ -37,6 +37,7 @@ from sgtui.ui.run_routing import RunRouting
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
 from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
 from sgtui.ui.views import RunView
+from sgtui.ui.widgets.footer import NARROW, SgtuiFooter
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
 from sgtui.ui.workers.controller import Controller
@@ -228,7 +229,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
             with TabPane("4 Runs", id="runs"):
                 yield RunsTable(id="runs-table")
         yield GpuPanel(id="gpus")
-        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it; see ? help
+        yield SgtuiFooter(compact=True, show_command_palette=False)  # ctrl+p still opens it; see ? help
 
     def on_mount(self) -> None:
         d = self.deployment
@@ -283,7 +284,10 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
     def on_resize(self, event: events.Resize) -> None:
         """Below 100 columns the side panes narrow and flag labels go above their inputs; the status line
         keeps what matters most at the new width."""
-        self.main.set_class(event.size.width < 100, "-narrow")
+        narrow = event.size.width < NARROW
+        if narrow != self.main.has_class("-narrow") and self.is_mounted:
+            self.query_one(SgtuiFooter).recompose()  # its key order at that width
+        self.main.set_class(narrow, "-narrow")
         self.call_after_refresh(self.draw_status)
 
     async def on_unmount(self) -> None:

@@ -60,6 +60,7 @@ class LogPane(Horizontal):
         log = self.log
         log.reset()
         column = self.column
+        column.extra = ""  # another run's stop progress is not this one's state
         if session is None:
             column.set_path("")
             self.query_one(Timeline).show(TimelineView())
