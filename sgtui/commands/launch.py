@@ -196,7 +196,9 @@ async def launch(
     manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
-        record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
+        record = await manager.launch(
+            argv, profile.env, dump_profile(profile), profile.gpus or [], profile_name=profile.name
+        )
         printer.emit(
             "launched",
             f"launched {profile.name} on {host_name} ({target.label}): pid {record.pid}, "

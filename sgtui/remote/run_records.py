@@ -74,6 +74,7 @@ class RunRecord:
     user: str | None = None
     node_rank: int | None = None
     foreign: str | None = None
+    profile: str | None = None  # the profile's name as the launch recorded it (None: not recorded)
 
     @property
     def log_path(self) -> str:
@@ -325,6 +326,8 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
         argv, env, gpus = [], {}, []
         reasons.append("its command.json is damaged")
     node_rank = _int(cmd.get("node_rank"))
+    named = cmd.get("profile")
+    profile = named if isinstance(named, str) and 0 < len(named) <= 200 else None
     shared = cmd.get("run_id")  # a node of a multi-node run: the id all its nodes share
     run_id = shared if isinstance(shared, str) and node_name(shared, node_rank) == name else name
     return RunRecord(
@@ -343,6 +346,7 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
         user=owner,
         node_rank=node_rank,
         foreign="; ".join(dict.fromkeys(reasons)) or None,
+        profile=profile,
     )
 
 

@@ -286,7 +286,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         keeps what matters most at the new width."""
         narrow = event.size.width < NARROW
         if narrow != self.main.has_class("-narrow") and self.is_mounted:
-            self.query_one(SgtuiFooter).recompose()  # its key order at that width
+            self.call_after_refresh(self.query_one(SgtuiFooter).recompose)  # its key order at that width
         self.main.set_class(narrow, "-narrow")
         self.call_after_refresh(self.draw_status)
 

@@ -265,7 +265,11 @@ class RemoteBackend:
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
         argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
         record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None)).launch(
-            argv, profile.env, profile_yaml=dump_profile(profile), gpus=profile.gpus or []
+            argv,
+            profile.env,
+            profile_yaml=dump_profile(profile),
+            gpus=profile.gpus or [],
+            profile_name=profile.name,
         )
         return [run_view(record, "starting", profile.name)]
 
