@@ -95,6 +95,27 @@ class Actions(Base):
         if session is not None:
             self.view_session(session)
 
+    def action_unfollow(self, key: str = "") -> None:
+        """u: stop following the run in view (or `key`): its tail ends and it leaves the followed runs;
+        the server itself is left as it is. The next followed run, if any, comes into view."""
+        session = self.followed.get(key) if key else self.followed.in_view
+        if session is None:
+            self.notify("no run is followed here: enter on one in the runs tab (4) follows it", timeout=5)
+            return
+        was_in_view = session is self.followed.in_view
+        self.controller.unfollow(session.key)
+        self.followed.remove(session.key)
+        alive = f"; it keeps {session.state} on {session.host}" if session.alive else ""
+        self.notify(f"stopped following {session.key}{alive}", timeout=6)
+        if was_in_view:
+            following = next(iter(self.followed), None)
+            if following is not None:
+                self.followed.view(following.key)
+            self.log_pane.show(following)
+        self.draw_runs()
+        self.draw_status()
+        self.refresh_bindings()
+
     def action_view_run(self, key: str) -> None:
         session = self.followed.view(key)
         if session is not None:

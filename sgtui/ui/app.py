@@ -83,6 +83,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         Binding("right_square_bracket", "switch_run(1)", "next run", id="next-run", show=False),
         Binding("left_square_bracket", "switch_run(-1)", "previous run", id="previous-run", show=False),
         Binding("v", "node_view", "node view", id="node-view", show=False),
+        Binding("u", "unfollow", "stop following", id="unfollow", show=False),
         Binding("f", "follow", "follow", id="follow", show=False),
         Binding("x", "first_error", "first error", id="first-error", show=False),
         Binding("1", "tab('targets')", "hosts", id="tab-targets", show=False),
@@ -286,7 +287,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         keeps what matters most at the new width."""
         narrow = event.size.width < NARROW
         if narrow != self.main.has_class("-narrow") and self.is_mounted:
-            self.call_after_refresh(self.query_one(SgtuiFooter).recompose)  # its key order at that width
+            self.query_one(SgtuiFooter).refresh(recompose=True)  # its key order at that width
         self.main.set_class(narrow, "-narrow")
         self.call_after_refresh(self.draw_status)
 

@@ -33,6 +33,8 @@ class RunRouting(Base):
         session = self.followed.get(run.run_id)
         if session is not None and session.alive and run.state in ("running", "starting"):
             return session.state
+        if session is not None and session.state == "stopped" and run.state in ("failed", "exited", "dead"):
+            return "stopped"  # sgtui stopped it: a SIGTERM'd server's exit code is no failure of its own
         return run.state
 
     def on_runs_listed(self, message: m.RunsListed) -> None:
