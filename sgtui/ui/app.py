@@ -61,6 +61,15 @@ WELCOME_KEYS = (
     "  4  every run; enter follows one",
     "  ?  every key",
 )
+NO_HOST_LINES = (
+    "No host yet. To add one:",
+    "  a Host in ~/.ssh/config, or an entry",
+    "  in hosts.yaml in sgtui's config dir;",
+    "  or quit (q) and run `sgtui demo`",
+    "  for a simulated GPU host.",
+    "  1  the hosts; enter picks a target",
+    "  ?  every key",
+)
 FLEET_TICK_S = 1.0  # ages in the fleet view and status line
 RUNS_REFRESH_S = 30.0
 
@@ -239,7 +248,10 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         self.fleet_pane.runs_silence = lambda name: host_runs_silence(self, name)
         pane = self.log_pane
         pane.log.focus()
-        pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
+        if d.host:
+            pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
+        else:  # nothing configured yet: what to do, not a blank host
+            pane.welcome(NO_HOST_LINES)
         self.main.set_class(self.size.width < 100, "-narrow")
         self.draw_status()
         self._load_keymap()

@@ -32,6 +32,19 @@ class HostRouting(Base):
         for problem in message.problems:
             self.notify(problem, title="hosts", severity="warning", timeout=10)
         host = self.deployment.host
+        if not message.hosts:
+            from sgtui.core.paths import config_dir
+
+            hosts_yaml = config_dir() / "hosts.yaml"
+            self.notify(
+                f"no hosts configured: add a Host to ~/.ssh/config or an entry to {hosts_yaml} "
+                "(hostname, user, identity_file), or quit and run `sgtui demo` for a simulated GPU host",
+                title="hosts",
+                severity="warning",
+                timeout=30,
+            )
+        elif not host:
+            self.notify("this profile names no host: pick a host and target in the hosts tab (1)", timeout=15)
         if host and host not in self.fleet:
             self.notify(
                 f"the profile's host {host!r} is in neither ~/.ssh/config nor sgtui's hosts.yaml; "

@@ -5,14 +5,17 @@ a kept search, a footer at 80x24 that lost `? help` and `q quit`."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
 from sgtui.core.profiles import Profile
 from sgtui.ui.app import SgtuiApp
+from sgtui.ui.launcher import open_profile
 from sgtui.ui.panes.runs import RunsTable
-from sgtui.ui.views import RunView
+from sgtui.ui.views import HostView, RunView
 from sgtui.ui.widgets.log_view import LogView
 from tests.ui.conftest import asking, launch_anyway, wait_for
 from tests.ui.fakes import FakeBackend
@@ -113,3 +116,38 @@ async def test_a_followed_run_can_be_let_go_with_u_and_from_the_palette(profile:
         await pilot.pause()
         assert len(app.followed) == 0 and app.current is None
         await pilot.press("q")
+
+
+class NoHosts(FakeBackend):
+    def hosts(self) -> tuple[list[HostView], list[str]]:
+        return [], []
+
+
+async def test_an_empty_config_says_how_to_add_a_host_or_run_the_demo(_config_dir: Path) -> None:
+    """A first start with nothing configured opened on a blank host ("Profile new for  › ...")."""
+    profile, _ = open_profile(None)
+    app = SgtuiApp(NoHosts(), profile, theme="textual-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: any("no hosts configured" in n.message for n in app._notifications))
+        said = next(n.message for n in app._notifications if "no hosts configured" in n.message)
+        assert str(_config_dir / "hosts.yaml") in said and "sgtui demo" in said
+        lines = app.query_one(LogView).lines
+        assert lines[0] == "No host yet. To add one:" and not any(" for  ›" in line for line in lines)
+        await pilot.press("q")
+
+
+def test_sgtui_profile_yaml_opens_the_app_on_it_and_typos_get_a_suggestion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sgtui import cli
+    from sgtui.commands import tui
+
+    opened: list[str] = []
+    monkeypatch.setattr(tui, "run", lambda args: opened.append(args.profile) or 0)
+    assert cli.main(["my-profile.yaml"]) == 0 and opened == ["my-profile.yaml"]
+    assert cli.main(["launch", "p.yaml", "--wacth"]) == 2
+    assert "unrecognised arguments: --wacth; did you mean --watch?" in capsys.readouterr().err
+    assert cli.main(["runs", "--hots", "gpu1"]) == 2
+    assert "did you mean --host?" in capsys.readouterr().err
+    assert cli.main(["lanch", "p.yaml"]) == 2
+    assert "unknown command 'lanch'; did you mean launch?" in capsys.readouterr().err
