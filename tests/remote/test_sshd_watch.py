@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from sgtui.commands.launch import Printer, Watch
+from sgtui.remote.connection import Connection
 from sgtui.remote.runs import RunManager
 from sgtui.remote.targets import Target
 from tests.sshd import SSHD, SshdServer, _banner, _terminate
@@ -49,6 +50,15 @@ def host_comes_back(sshd: SshdServer) -> None:
         time.sleep(0.02)
 
 
+def counting(sshd: SshdServer, tmp_path: Path, lines: int) -> tuple[Connection, RunManager, io.StringIO]:
+    """A server that prints `lines` numbered lines 20 a second, then exits 1; a link that retries fast."""
+    script = tmp_path / "counter"
+    script.write_text(COUNTER.format(n=lines, pause=0.05))
+    script.chmod(0o755)
+    conn = sshd_connection(sshd, tmp_path, max_backoff=0.5)
+    return conn, RunManager(conn, Target(), str(tmp_path / "runs")), io.StringIO()
+
+
 def events(out: io.StringIO) -> list[dict[str, object]]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
@@ -66,14 +76,9 @@ async def wait_event(out: io.StringIO, name: str, timeout: float) -> dict[str, o
 async def test_a_lost_host_is_said_at_once_and_the_watch_resumes_at_the_exact_byte(
     sshd: SshdServer, tmp_path: Path
 ) -> None:
-    script = tmp_path / "counter"
-    script.write_text(COUNTER.format(n=120, pause=0.05))
-    script.chmod(0o755)
-    conn = sshd_connection(sshd, tmp_path, max_backoff=0.5)
-    manager = RunManager(conn, Target(), str(tmp_path / "runs"))
-    out = io.StringIO()
+    conn, manager, out = counting(sshd, tmp_path, lines=120)
     try:
-        record = await manager.launch([str(script)])
+        record = await manager.launch([str(tmp_path / "counter")])
         watch = Watch(manager, record, Printer(json_events=True, out=out), None, give_up_after=60)
         fed: list[str] = []
         feed = watch.classifier.feed
@@ -103,14 +108,9 @@ async def test_a_lost_host_is_said_at_once_and_the_watch_resumes_at_the_exact_by
 async def test_a_host_that_stays_away_ends_the_watch_in_bounded_time_naming_the_checks(
     sshd: SshdServer, tmp_path: Path
 ) -> None:
-    script = tmp_path / "counter"
-    script.write_text(COUNTER.format(n=400, pause=0.05))
-    script.chmod(0o755)
-    conn = sshd_connection(sshd, tmp_path, max_backoff=0.5)
-    manager = RunManager(conn, Target(), str(tmp_path / "runs"))
-    out = io.StringIO()
+    conn, manager, out = counting(sshd, tmp_path, lines=400)
     try:
-        record = await manager.launch([str(script)])
+        record = await manager.launch([str(tmp_path / "counter")])
         watch = Watch(manager, record, Printer(json_events=False, out=out), None, give_up_after=3)
         watch.place = "--profile demo.yaml"
         running = asyncio.ensure_future(watch.run())
