@@ -37,7 +37,7 @@ from sgtui.ui.run_routing import RunRouting
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
 from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
 from sgtui.ui.views import RunView
-from sgtui.ui.widgets.footer import NARROW, SgtuiFooter
+from sgtui.ui.widgets.footer import SgtuiFooter
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
 from sgtui.ui.workers.controller import Controller
@@ -297,10 +297,9 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
     def on_resize(self, event: events.Resize) -> None:
         """Below 100 columns the side panes narrow and flag labels go above their inputs; the status line
         keeps what matters most at the new width."""
-        narrow = event.size.width < NARROW
-        if narrow != self.main.has_class("-narrow") and self.is_mounted:
-            self.query_one(SgtuiFooter).refresh(recompose=True)  # its key order at that width
-        self.main.set_class(narrow, "-narrow")
+        if self.is_mounted:
+            self.query_one(SgtuiFooter).refresh(recompose=True)  # its key order: do they all fit?
+        self.main.set_class(event.size.width < 100, "-narrow")
         self.call_after_refresh(self.draw_status)
 
     async def on_unmount(self) -> None:
