@@ -36,8 +36,9 @@ RUN_KEYS = [
 def _launch(config_dir: Path, profile: Path, *extra: str) -> dict[str, object]:
     result = sgtui("launch", str(profile), "--json-events", *extra, config_dir=config_dir)
     assert result.returncode == 0, result.stdout + result.stderr
-    event = json.loads(result.stdout.splitlines()[0])
-    assert event["event"] == "launched"
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0]["event"] == "preflight"  # the preflight comes first, then the launch
+    event = next(e for e in events if e["event"] == "launched")
     return dict(event["run"])
 
 

@@ -1,4 +1,9 @@
-"""`sgtui launch PROFILE [--host H] [--watch] [--json-events] [--stall-after S]`: a headless, detached launch.
+"""`sgtui launch PROFILE [--host H] [--force] [--watch] [--json-events] [--stall-after S]`: a headless launch.
+
+First the preflight (`remote/preflight.py`): the fit with the target's release and live GPU memory, and the
+target checks; its event comes first. When it predicts a failure (the fit says "fails", or a blocking check
+failed: port taken, GPUs held by others, no model there) nothing is launched and the exit code is 3, unless
+`--force`.
 
 With --watch it follows the run's log through the one analysis path (core.logs: feed, process_exited,
 finish, check_stall) and prints each startup milestone as it appears (elapsed time and the values the line
@@ -10,12 +15,13 @@ polled so a server that dies without a word is noticed too.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sgtui.commands.events import Printer
 
 if TYPE_CHECKING:
     from sgtui.core.logs import LogClassifier, LogEvent
@@ -27,6 +33,7 @@ STATUS_POLL_S = 0.5  # how often --watch asks whether the process group is still
 STATUS_TIMEOUT_S = 10.0  # a status poll not answered in this long: the link is taken as lost
 GIVE_UP_AFTER_S = 300.0  # --give-up-after's default: this long without a connection ends the watch
 ERROR_SETTLE_S = 1.0  # after the first fatal line, read this much longer so the whole traceback is in
+PREDICTED_FAILURE = 3  # the exit code when the preflight predicts a failure and nothing was launched
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="run on this host instead of the profile's `host`")
     parser.add_argument(
         "--watch", action="store_true", help="follow the log until ready (exit 0) or failed (1)"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="launch even when the preflight predicts a failure (otherwise: exit 3, nothing launched)",
     )
     parser.add_argument(
         "--json-events", action="store_true", help="print one JSON object per event instead of text lines"
@@ -87,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             stall_after=stall_after,
             give_up_after=give_up,
+            force=args.force,
         )
     )
 
@@ -106,55 +119,6 @@ def resolve_profile_path(name: str) -> Path:
     raise UserError(f"profile {name!r}: no such file, and no {name}.yaml in {folder}")
 
 
-class Printer:
-    """Text lines or JSON objects on stdout, one per event, flushed as they happen."""
-
-    def __init__(self, json_events: bool, out: Any = None) -> None:
-        self.json = json_events
-        self.out = out or sys.stdout
-        self.t0 = time.monotonic()
-
-    def elapsed(self) -> float:
-        return round(time.monotonic() - self.t0, 1)
-
-    def emit(self, event: str, human: str, /, **data: Any) -> None:
-        """`human` is the text line; `data` the JSON object's fields besides `event` and `elapsed`."""
-        if self.json:
-            line = json.dumps({"event": event, "elapsed": self.elapsed(), **data}, default=str)
-        else:
-            line = f"[{self.elapsed():7.1f}s] {human}"
-        print(line, file=self.out, flush=True)
-
-    def milestone(self, event: LogEvent, where: str = "", /, **data: Any) -> None:
-        """A startup milestone as `WHERE` `kind [rank]  key=value ...`; the JSON object carries the kind, the
-        log line, the rank tag and the values, then `data` (a multi-node watch adds the node)."""
-        values = " ".join(f"{k}={v}" for k, v in event.values.items())
-        rank = f" [{event.rank}]" if event.rank else ""
-        self.emit(
-            "milestone",
-            f"{where}{event.kind}{rank}" + (f"  {values}" if values else ""),
-            kind=event.kind,
-            line=event.line,
-            rank=event.rank,
-            values=event.values,
-            **data,
-        )
-
-    def diagnosis(self, item: Any, where: str = "", /, **data: Any) -> None:
-        """A diagnosis as its title, its detail lines and a `try:` line per suggested change (`also:` for
-        advice without a flag); the JSON object carries the diagnosis's fields, then `data`."""
-        from dataclasses import asdict
-
-        lines = [
-            f"diagnosis{where}: {item.title}",
-            *("  " + d for d in item.detail.splitlines() if d.strip()),
-        ]
-        for s in item.suggestions:
-            change = " ".join(x for x in (s.flag, s.value) if x)
-            lines.append(f"  try: {change}  ({s.why})" if change else f"  also: {s.why}")
-        self.emit("diagnosis", "\n".join(lines), **data, **asdict(item))
-
-
 async def launch(
     path: Path,
     *,
@@ -164,6 +128,7 @@ async def launch(
     timeout: float | None,
     stall_after: float | None = None,
     give_up_after: float = GIVE_UP_AFTER_S,
+    force: bool = False,
 ) -> int:
     from sgtui.core.profiles import dump_profile, load_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
@@ -188,6 +153,7 @@ async def launch(
             timeout=timeout,
             stall_after=stall_after,
             password_cb=ask_password if sys.stdin.isatty() else None,
+            force=force,
         )
     host_name = host or profile.host
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
@@ -196,6 +162,13 @@ async def launch(
     manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
+        from sgtui.remote.preflight import run_preflight
+
+        await conn.connect()  # a host that cannot be reached is a failure (1), not a prediction (3)
+        checked = await run_preflight(conn, target, profile)
+        printer.preflight(checked.preflight, checked.report)
+        if not printer.go_ahead(checked.preflight, force=force):
+            return PREDICTED_FAILURE
         record = await manager.launch(
             argv, profile.env, dump_profile(profile), profile.gpus or [], profile_name=profile.name
         )

@@ -65,6 +65,12 @@ class Backend(Protocol):
         """One record per node (one for a single-node profile), node 0 first."""
         ...
 
+    async def preflight_checks(self, profile: Any) -> list[Any]:
+        """The target checks before launching `profile` (`core.preflight.Check`, one line each): its port
+        free, its GPUs not held by others, its model path, the installed release (node 0 of a multi-node
+        profile)."""
+        ...
+
     def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
         """Log lines from byte `offset`; yields (offset after them, lines). Complete lines while the run
         lives; once it has ended, the rest of the log too, a last line without a newline included, and

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sgtui.ui import profile_ops
+from sgtui.ui.launch_gate import LaunchGate
 from sgtui.ui.screens.confirm import ConfirmScreen
-from sgtui.ui.screens.fit_confirm import FitConfirmScreen, as_flag, best_fix, tight_warning
 from sgtui.ui.screens.profiles import ProfileChoice, ProfilesScreen
 from sgtui.ui.session import ALIVE
 from sgtui.ui.views import ContainerView
@@ -20,12 +20,13 @@ if TYPE_CHECKING:
 class DeployActions:
     def __init__(self, app: SgtuiApp) -> None:
         self.app = app
+        self.gate = LaunchGate(app)
 
     @property
     def deployment(self) -> Any:
         return self.app.deployment
 
-    def _profile_to_launch(self) -> Any | None:
+    def profile_to_launch(self) -> Any | None:
         app = self.app
         problems = app.flags.launch_problems()
         if problems:
@@ -50,40 +51,11 @@ class DeployActions:
             )
         return self.app.readonly
 
-    def ask_fit_first(self, what: str, go: Callable[[], None]) -> None:
-        """`go` at once when the fit says fits (or cannot say); a one-line warning when tight; a question
-        (default No, Esc says no) when it says fails, offering to apply its best fix first."""
-        app = self.app
-        report = app.flags.prediction()
-        verdict = (report or {}).get("verdict")
-        if verdict != "fails":
-            warning = tight_warning(report)
-            if warning:
-                app.notify(warning, severity="warning", timeout=8)
-            go()
-            return
-
-        def answer(choice: str | None) -> None:
-            if choice == "launch":
-                go()
-            elif choice == "fix":
-                app.call_later(self._fix_then, report, what, go)
-            else:
-                app.notify(f"not {what}ed: the fit says it fails (2 shows why)", timeout=6)
-
-        app.push_screen(FitConfirmScreen(report, what), answer)
-
-    async def _fix_then(self, report: dict[str, Any] | None, what: str, go: Callable[[], None]) -> None:
-        fix = best_fix(report)
-        if fix is None:
-            return
-        flag, value, _ = fix
-        await self.app.form.set_flag(flag, value)
-        if not self.app.is_running:  # the app is shutting down: its screen is going
-            return
-        self.app.notify(f"applied {as_flag(flag, value)}", timeout=6)
-        if self._profile_to_launch() is not None:
-            self.ask_fit_first(what, go)  # the fix is checked like any other flags
+    def ask_fit_first(self, what: str, go: Callable[[], None], replacing: bool = False) -> None:
+        """The preflight first (`launch_gate.py`): `go` at once when it fits and the target checks pass;
+        a question (default No) when it fails, when the fit is not known yet, or a blocking check failed.
+        `replacing`: a restart of a live run, whose own port and GPUs the checks would find taken."""
+        self.gate.ask(what, go, skip=("port", "gpus") if replacing else ())
 
     def launch(self) -> None:
         app = self.app
@@ -95,11 +67,11 @@ class DeployActions:
                 f"{session.key} is still {session.state}: r restarts it, s stops it", severity="warning"
             )
             return
-        if self._profile_to_launch() is None:
+        if self.profile_to_launch() is None:
             return
 
         def go() -> None:
-            profile = self._profile_to_launch()
+            profile = self.profile_to_launch()
             if profile is not None:
                 where = profile_ops.host(profile)
                 app.notify(f"launching {profile_ops.name(profile)} on {where}…", timeout=4)
@@ -147,14 +119,14 @@ class DeployActions:
         if session is None:
             self.launch()
             return
-        if self._profile_to_launch() is None:
+        if self.profile_to_launch() is None:
             return
-        self.ask_fit_first("restart", lambda: self._restart(session))
+        self.ask_fit_first("restart", lambda: self._restart(session), replacing=session.alive)
 
     def _restart(self, session: Any) -> None:
         app = self.app
         run, runs = session.run, session.records
-        profile = self._profile_to_launch()
+        profile = self.profile_to_launch()
         if profile is None:
             return
         predicted = app.flags.prediction()

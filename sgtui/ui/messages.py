@@ -153,6 +153,15 @@ class FitComputed(Message):
         self.generation = generation
 
 
+class PreflightChecked(Message):
+    """The target checks asked for by the launch question numbered `seq` (`core.preflight.Check`s)."""
+
+    def __init__(self, seq: int, checks: list[Any]) -> None:
+        super().__init__()
+        self.seq = seq
+        self.checks = checks
+
+
 class ServiceError(Message):
     """Something the user asked for failed; shown as a notification with what to do."""
 

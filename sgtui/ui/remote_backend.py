@@ -5,13 +5,10 @@ What it hands the UI is converted by `remote_views.py`."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from sgtui.core.bounded import load_json, parse_json_or_none
 from sgtui.core.errors import UserError
 from sgtui.core.nvsmi import GpuProcess
 from sgtui.remote.connection import (
@@ -197,26 +194,13 @@ class RemoteBackend:
     async def model_config(
         self, host: str, target: ContainerView | None, model_path: str
     ) -> dict[str, Any] | None:
-        folder = shlex.quote(model_path.rstrip("/"))
-        script = (
-            f"cat {folder}/config.json || exit 3\necho; echo @@index\n"
-            f"cat {folder}/model.safetensors.index.json 2>/dev/null\necho\necho @@end\n"
-        )
-        result = await self._conn(host).run(to_target(target).script(script), timeout=30)
-        if "@@end" not in result.stdout:
-            raise RemoteError(
-                f"{model_path}/config.json is not readable there: {result.stderr.strip()[-200:]}"
-            )
-        config_text, _, rest = result.stdout.partition("@@index")
-        index_text = rest.partition("@@end")[0].strip()
-        config = load_json(config_text, f"{host}:{model_path}/config.json")  # bounded: one line, not a trace
-        weight_bytes = None
-        if index_text:
-            with contextlib.suppress(ValueError, AttributeError, TypeError, KeyError):
-                weight_bytes = int(
-                    parse_json_or_none(index_text, max_bytes=64 << 20)["metadata"]["total_size"]
-                )
-        return {"config": config, "weight_bytes": weight_bytes}
+        from sgtui.remote.preflight import read_model
+
+        found = await read_model(self._conn(host), to_target(target), model_path)
+        if found.config is None:
+            why = found.problem or f"{model_path} does not exist there"
+            raise RemoteError(f"{model_path}/config.json is not readable there: {why}")
+        return {"config": found.config, "weight_bytes": found.weight_bytes}
 
     async def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]:
         sampler = GpuSampler(self._conn(host), self.gpu_interval_ms)
@@ -272,6 +256,13 @@ class RemoteBackend:
             profile_name=profile.name,
         )
         return [run_view(record, "starting", profile.name)]
+
+    async def preflight_checks(self, profile: Any) -> list[Any]:
+        from sgtui.remote.preflight import target_checks
+
+        target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
+        facts = await target_checks(self._conn(profile.host), target, profile)
+        return facts.checks
 
     async def _launch_nodes(self, profile: Any, profile_yaml: str) -> list[RunView]:
         from sgtui.remote.multinode import MultiNode

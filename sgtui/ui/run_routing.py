@@ -210,6 +210,9 @@ class RunRouting(Base):
         if self.is_running and self.log_pane.column.extra == text:
             self.log_pane.draw_status()
 
+    def on_preflight_checked(self, message: m.PreflightChecked) -> None:
+        self.deploy.gate.checked(message.seq, message.checks)
+
     def on_service_error(self, message: m.ServiceError) -> None:
         if self.is_running:
             self.notify(f"{message.what} failed: {message.message}", severity="error", timeout=12)

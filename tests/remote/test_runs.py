@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import pwd
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -219,8 +221,9 @@ async def test_wait_gpus_free_names_the_holders_on_timeout(
     run = _run_on([1], pid=1)
     sampler = GpuSampler(conn)
     try:
+        user = pwd.getpwuid(os.getuid()).pw_name  # the holder's owner is named too
         with pytest.raises(
-            GpusBusyError, match=rf"pid {holder.pid} python3 \(host\) 39000 MiB on GPU 1"
+            GpusBusyError, match=rf"pid {holder.pid} \({user}\) python3 \(host\) 39000 MiB on GPU 1"
         ) as err:
             await mgr.wait_gpus_free(run, None, timeout=0.3, sampler=sampler, poll=0.1)
         assert [h.pid for h in err.value.holders] == [holder.pid]

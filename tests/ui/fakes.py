@@ -71,6 +71,8 @@ class FakeBackend:
     closed: bool = False
     retried: list[str] = field(default_factory=list)
     machines: dict[str, str | None] = field(default_factory=dict)  # host -> its identity; default: its own
+    checks: list[Any] = field(default_factory=list)  # what preflight_checks answers (core.preflight.Check)
+    checked: list[Any] = field(default_factory=list)  # the profiles the checks were asked for
     _state_queue: asyncio.Queue[tuple[str, str]] | None = None
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
@@ -136,6 +138,10 @@ class FakeBackend:
         self.existing_logs[run.run_id] = self.launch_logs[n - 1] if n <= len(self.launch_logs) else []
         self.existing_runs.append(run)
         return [run]
+
+    async def preflight_checks(self, profile: Any) -> list[Any]:
+        self.checked.append(profile)
+        return list(self.checks)
 
     async def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
         key = run.run_id if run.node_rank is None else f"{run.run_id}:{run.node_rank}"

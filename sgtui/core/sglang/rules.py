@@ -90,5 +90,16 @@ class Rules:
     mamba_requests_floor_one: bool = False  # max(1, mrr // dp) where K comes from max_running_requests
     conv_window_dedup: bool = False  # intermediate conv window (D + kernel - 2) at topk <= 1
     strategy_flag: str = "--mamba-scheduler-strategy"
+    # --- weights per GPU (models/deepseek_v2.py, layers/vocab_parallel_embedding.py) ---
+    # the embedding under DP attention: "replicated" (enable_tp=not enable_dp_attention) or "attn-tp"
+    # (use_attn_tp_group=is_dp_attention_enabled(): sharded over the attention-TP group)
+    dp_attention_embedding: str = "replicated"
+    # the w_kc/w_vc copies MLA makes of kv_b_proj after loading, for a 128x128-block FP8 checkpoint on
+    # CUDA: "fp8" (block_quant_to_tensor_quant, 1 byte) or "bf16" (block_quant_dequant, 2 bytes)
+    mla_copy_block_fp8: str = "fp8"
     # --- ROCm ---
     aiter_long_context_shrink: bool = False  # aiter backend and context > 8192: x0.85, a set value too
+    # when ROCm's default attention backend for an MLA model is aiter (else triton): "never";
+    # "heads-16-128-no-spec" (get_num_kv_heads(tp) is 16 or 128 and no speculative decoding);
+    # "heads-16-128" (the head test only). MHA models get aiter on ROCm whenever the shrink exists.
+    aiter_mla_default: str = "never"

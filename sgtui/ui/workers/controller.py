@@ -2,7 +2,8 @@
 
 Workers never touch widgets. Groups: "connect" (one per host, at most CONNECT_PARALLEL connecting at
 once), "gpu" (one sampler per host), "discover", "runs", "tail" (one per node of each followed run),
-"launch", "stop:<run>" (exclusive per run), "fit" (exclusive, thread).
+"preflight" (exclusive: the target checks before a launch), "launch", "stop:<run>" (exclusive per run), "fit"
+(exclusive, thread).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sgtui.ui.workers.follow import Follower
 
 RECONNECT_S = (1.0, 2.0, 5.0, 10.0)
 CONNECT_PARALLEL = 8  # SSH handshakes at once when the app opens every configured host
+PREFLIGHT_TIMEOUT_S = 20.0  # the target checks before a launch; past it the question says they did not run
 
 
 class Controller:
@@ -168,6 +170,20 @@ class Controller:
             self.post(m.ServiceError("launch", str(exc)))
             return
         self.post(m.RunStarted(runs, predicted))
+
+    def preflight_checks(self, profile: Any, seq: int) -> None:
+        """The target checks before a launch (port, GPUs, model path, release); a newer ask replaces it."""
+        self._worker(self._preflight(profile, seq), "preflight", "preflight", exclusive=True)
+
+    async def _preflight(self, profile: Any, seq: int) -> None:
+        from sgtui.core.preflight import Check
+
+        try:
+            checks = await asyncio.wait_for(self.backend.preflight_checks(profile), PREFLIGHT_TIMEOUT_S)
+        except Exception as exc:  # a host that does not answer: say so in the question, do not hang it
+            why = str(exc) or f"no answer within {PREFLIGHT_TIMEOUT_S:g} s"
+            checks = [Check("target", False, f"the target checks did not run: {why}", blocking=False)]
+        self.post(m.PreflightChecked(seq, checks))
 
     def follow(self, session: RunSession) -> None:
         """Tail every node of `session` into it; following it again restarts its tails from the start."""
