@@ -83,8 +83,12 @@ class LinkWatch:
 
     def give_up(self, run_id: str, place: str) -> int:
         """The watch ends (exit 1); the server is left as it is, and may still be running."""
+        from sgtui.commands import COMMANDS
+
         why = self.fatal or f"no connection to {self.host} for {self.give_up_after:g} s"
-        checks = f"`sgtui runs {place}` or `sgtui status {run_id} {place}`"
+        checks = f"`sgtui runs {place}`"
+        if "status" in COMMANDS:  # the health check, where this build has it
+            checks += f" or `sgtui status {run_id} {place}`"
         self.printer.emit(
             "gave_up",
             f"gave up watching run {run_id}: {why}; the server may still be running there: check with "

@@ -122,9 +122,9 @@ async def test_a_host_that_stays_away_ends_the_watch_in_bounded_time_naming_the_
         assert f"connection to {conn.host.name} lost; retrying (giving up after 3 s without it)" in said
         assert (
             f"gave up watching run {record.id}: no connection to {conn.host.name} for 3 s; the server may "
-            f"still be running there: check with `sgtui runs --profile demo.yaml` or `sgtui status "
-            f"{record.id} --profile demo.yaml`" in said
+            f"still be running there: check with `sgtui runs --profile demo.yaml`" in said
         )
+        assert f"stop it with `sgtui stop {record.id} --profile demo.yaml`" in said
         assert Path(record.log_path).stat().st_size > 0
     finally:
         host_comes_back(sshd)
