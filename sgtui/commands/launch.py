@@ -154,6 +154,7 @@ async def launch(
             stall_after=stall_after,
             password_cb=ask_password if sys.stdin.isatty() else None,
             force=force,
+            give_up_after=give_up_after,
         )
     host_name = host or profile.host
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
