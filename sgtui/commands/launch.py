@@ -160,7 +160,8 @@ async def launch(
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-    manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
+    runs_dir = profile.runs_dir or pool.hosts[host_name].runs_dir
+    manager = RunManager(conn, target, runs_dir, keep_runs=profile.keep_runs)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
         from sgtui.remote.preflight import run_preflight
@@ -183,13 +184,21 @@ async def launch(
             return 0
         import shlex
 
+        from sgtui.commands.launch_leftover import stop_command
         from sgtui.commands.runs import target_text
 
-        where = ["--host", host_name, "--target", target_text(target)] if host else ["--profile", str(path)]
-        follow = Watch(manager, record, printer, timeout, stall_after, give_up_after=give_up_after)
-        follow.place = shlex.join(where)
+        where = {"host": host_name, "target": target_text(target)}
+        stop = stop_command(record, profile=None if host else str(path), **where)
+        follow = Watch(
+            manager, record, printer, timeout, stall_after, stop_command=stop, give_up_after=give_up_after
+        )
+        places = ["--host", host_name, "--target", where["target"]] if host else ["--profile", str(path)]
+        follow.place = shlex.join(places)
         return await follow.run()
     except RemoteError as exc:
+        if getattr(exc, "maybe_running", False):  # cut by a lost connection: it may have started
+            printer.emit("unknown", f"unknown: {exc}", message=str(exc), maybe_running=True)
+            return 1
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
     finally:
@@ -224,6 +233,8 @@ class Watch:
         timeout: float | None,
         stall_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        stop_command: str | None = None,
         give_up_after: float = GIVE_UP_AFTER_S,
     ) -> None:
         from sgtui.core.logs import LogClassifier
@@ -236,7 +247,9 @@ class Watch:
         self.error_seen_at: float | None = None
         self.exit_code: int | None = None
         self.exited = False
+        self.stopped = False  # it ended on a stop by sgtui (RunState.STOPPED)
         self.offset = 0  # bytes of the log already classified
+        self.stop_command = stop_command  # the exact `sgtui stop` of this run (launch_leftover.stop_command)
         from sgtui.commands.watch_link import LinkWatch
 
         conn = getattr(manager, "conn", None)
@@ -247,6 +260,8 @@ class Watch:
         import asyncio
         import contextlib
 
+        from sgtui.commands.launch_leftover import end_watch
+
         self.link.start()
         tail = asyncio.ensure_future(self._follow())
         try:
@@ -254,11 +269,11 @@ class Watch:
             while True:
                 done = self._verdict()
                 if done is not None:
-                    return self._finish(done)
+                    return await end_watch(self, done)
                 stall = self.classifier.check_stall()
                 if stall is not None:
                     self._event(stall)
-                    return self._finish("stalled")
+                    return await end_watch(self, "stalled")
                 if deadline is not None and time.monotonic() > deadline:
                     self.printer.emit(
                         "timeout", f"gave up after {self.timeout:g} s: still {self.classifier.state.phase}"
@@ -267,7 +282,7 @@ class Watch:
                 if self.link.fatal or self.link.gone_too_long() or tail.done():
                     if tail.done() and not tail.cancelled() and tail.exception() is not None:
                         self.link.fatal = self.link.fatal or str(tail.exception())
-                    return self.link.give_up(self.record.id, self.place)
+                    return self.link.give_up(self.record.id, self.place, self.stop_command)
                 await asyncio.sleep(STATUS_POLL_S)
                 await self._poll_status()
         finally:
@@ -317,12 +332,15 @@ class Watch:
             await asyncio.sleep(STATUS_POLL_S)  # let the tail deliver the last lines first
             await self._read_rest()
             self.exited = True
-            self.exit_code = status.rc
-            if status.disk_full:  # no exit code because it could not be written
+            self.stopped = status.state is RunState.STOPPED  # by `sgtui stop` or the TUI: not by itself
+            self.exit_code = None if self.stopped else status.rc
+            if self.stopped:
+                self.printer.emit("note", f"run {self.record.id} was stopped", message="stopped")
+            elif status.disk_full:  # no exit code because it could not be written
                 self.printer.emit("disk_full", status.disk_full, message=status.disk_full)
             elif status.why:  # what happened to its container (removed, restarted by docker, ...)
                 self.printer.emit("note", f"run {self.record.id}: {status.why}", message=status.why)
-            for event in self.classifier.process_exited(status.rc) + self.classifier.finish():
+            for event in self.classifier.process_exited(self.exit_code) + self.classifier.finish():
                 self._event(event)  # the process is gone: its log has ended (a trailing traceback killed it)
 
     def _event(self, event: LogEvent) -> None:
@@ -346,7 +364,7 @@ class Watch:
             return "failed" if self.exit_code != 0 else "exited"
         return None
 
-    def _finish(self, verdict: str) -> int:
+    def _finish(self, verdict: str, still_running: bool = False) -> int:
 
         from sgtui.core.logs import diagnose
 
@@ -368,20 +386,26 @@ class Watch:
         if verdict == "ready":
             self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)
             return 0
+        from sgtui.commands.launch_leftover import alive_note
+
+        alive = alive_note(verdict, self.record, self.stop_command) if still_running else ""
         if verdict == "stalled":
             self.printer.emit(
                 "failed",
-                f"stalled: {error.text if error else ''} (log {self.record.log_path})",
+                f"stalled: {error.text if error else ''} (log {self.record.log_path}){alive}",
                 error_class="stalled",
                 exit_code=self.exit_code,
                 log=self.record.log_path,
+                still_running=still_running,
             )
             return 1
+        what = error.error_class if error else "stopped" if self.stopped else "the server exited"
         self.printer.emit(
             "failed",
-            f"failed: {error.error_class if error else 'the server exited'} (log {self.record.log_path})",
+            f"failed: {what} (log {self.record.log_path}){alive}",
             error_class=error.error_class if error else None,
             exit_code=self.exit_code,
             log=self.record.log_path,
+            still_running=still_running,
         )
         return 1

@@ -81,7 +81,7 @@ class LinkWatch:
     def gone_too_long(self) -> bool:
         return self.down_since is not None and self.clock() - self.down_since >= self.give_up_after
 
-    def give_up(self, run_id: str, place: str) -> int:
+    def give_up(self, run_id: str, place: str, stop: str | None = None) -> int:
         """The watch ends (exit 1); the server is left as it is, and may still be running."""
         from sgtui.commands import COMMANDS
 
@@ -92,7 +92,7 @@ class LinkWatch:
         self.printer.emit(
             "gave_up",
             f"gave up watching run {run_id}: {why}; the server may still be running there: check with "
-            f"{checks}; stop it with `sgtui stop {run_id} {place}`",
+            f"{checks}; stop it with `{stop or f'sgtui stop {run_id} {place}'}`",
             host=self.host,
             run=run_id,
             reason=why,

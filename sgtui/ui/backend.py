@@ -91,8 +91,10 @@ class Backend(Protocol):
         run that is not this user's."""
         ...
 
-    async def stop(self, run: RunView) -> None:
-        """Stop the run; raises when something of it is left (survivors, or processes outside its group)."""
+    async def stop(self, run: RunView) -> str | None:
+        """Stop the run (TERM to its server's main process, the drain, then TERM and KILL to its group);
+        returns its steps with their times in one line (`StopResult.summary`), or None when unknown.
+        Raises when something of it is left (survivors, or processes outside its group)."""
         ...
 
     def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:

@@ -105,7 +105,34 @@ class DeployActions:
         app.push_screen(
             ConfirmScreen(
                 f"Stop {run.run_id}?",
-                f"{where}: TERM to its process group, then KILL",
+                f"{where}: TERM to its server, its drain, then TERM and KILL to its group",
+                preview=lambda: app.backend.stop_preview(run),
+            ),
+            answer,
+        )
+
+    def offer_stop(self, session: Any) -> None:
+        """A failed run whose server is still running (it cannot serve, and holds its memory): say so and
+        ask whether to stop it (default No); --readonly only says so."""
+        app = self.app
+        run = session.run
+        title = session.diagnoses[0].title if session.diagnoses else "it failed"
+        said = f"{run.run_id} failed ({title}) but its server is still running and cannot serve"
+        if app.readonly or run.foreign:
+            app.notify(said, severity="error", timeout=12)
+            return
+        runs = session.records
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                app.controller.stop(runs)
+            else:
+                app.notify(f"{said}; s stops it", severity="warning", timeout=10)
+
+        app.push_screen(
+            ConfirmScreen(
+                f"Stop {run.run_id}? It failed, but its server is still running",
+                f"{said} (it holds its memory until stopped): TERM to its server, then its group",
                 preview=lambda: app.backend.stop_preview(run),
             ),
             answer,

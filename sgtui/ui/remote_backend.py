@@ -36,6 +36,7 @@ from sgtui.ui.remote_views import (
     run_view,
     to_target,
 )
+from sgtui.ui.serving_backend import ServingBackend
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
 
 PROCESS_REFRESH_S = 2.0
@@ -60,7 +61,7 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
-class RemoteBackend:
+class RemoteBackend(ServingBackend):
     def __init__(
         self,
         hosts: dict[str, HostConfig] | None = None,
@@ -113,11 +114,14 @@ class RemoteBackend:
     def _conn(self, host: str) -> Transport:
         return self.pool.get(host)
 
-    def _manager(self, host: str, target: Target, runs_dir: str | None = None) -> RunManager:
+    def _manager(
+        self, host: str, target: Target, runs_dir: str | None = None, keep_runs: int | None = None
+    ) -> RunManager:
         """Runs dir: the backend's own (demo, tests), else the profile's, else hosts.yaml's, else the
-        target user's default."""
+        target user's default. `keep_runs`: the profile's (else hosts.yaml's, else the default)."""
         configured = self.pool.hosts[host].runs_dir if host in self.pool.hosts else None
-        return RunManager(self._conn(host), target, self.runs_dir or runs_dir or configured)
+        runs_dir = self.runs_dir or runs_dir or configured
+        return RunManager(self._conn(host), target, runs_dir, keep_runs=keep_runs)
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
         views = [HostView(name, cfg.hostname, cfg.source) for name, cfg in self.pool.hosts.items()]
@@ -248,7 +252,8 @@ class RemoteBackend:
             return await self._launch_nodes(profile, dump_profile(profile))
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
         argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
-        record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None)).launch(
+        keep = getattr(profile, "keep_runs", None)
+        record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None), keep).launch(
             argv,
             profile.env,
             profile_yaml=dump_profile(profile),
@@ -329,7 +334,7 @@ class RemoteBackend:
         record, manager = self._record_manager(run)
         return (await manager.preview(record)).text()
 
-    async def stop(self, run: RunView) -> None:
+    async def stop(self, run: RunView) -> str | None:
         record, manager = self._record_manager(run)
         result = await manager.stop(record, self.stop_grace_s)
         if result.result == "survivors":
@@ -341,6 +346,7 @@ class RemoteBackend:
                 f"{run.run_id}'s process group is gone, but processes of it left the group and still run: "
                 + "; ".join(p.describe() for p in result.left)
             )
+        return result.summary() or None
 
     async def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
         from sgtui.remote.runs import GpusBusyError

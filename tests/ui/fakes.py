@@ -161,7 +161,8 @@ class FakeBackend:
     async def run_exit(self, run: RunView) -> RunExit:
         rc = self.exit_codes.get(run.run_id)
         note = self.exit_notes.get(run.run_id, "")
-        state = "stopped" if note and rc is None else "exited" if not rc else "failed"
+        # as remote_views.run_state_name: gone without an exit code (and no stop recorded) is dead
+        state = "dead" if note and rc is None else "exited" if not rc else "failed"
         return RunExit(state, rc, note)
 
     async def stop_preview(self, run: RunView) -> str:

@@ -17,7 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cache
 
+from sgtui.core.sglang.rules import (  # the serving windows, kept beside ServingRules (re-exported here)
+    SERVING_WINDOWS as SERVING_WINDOWS,
+)
 from sgtui.core.sglang.rules import Rules
+from sgtui.core.sglang.rules import ServingRules as ServingRules
+from sgtui.core.sglang.rules import all_batch_headings as all_batch_headings
+from sgtui.core.sglang.rules import serving_rules as serving_rules
 from sgtui.core.sglang.versions import ReleaseVersion, parse_version
 
 

@@ -167,7 +167,8 @@ class Controller:
         try:
             runs = await self.backend.launch(profile)
         except Exception as exc:
-            self.post(m.ServiceError("launch", str(exc)))
+            # a launch cut by a lost connection may have started its server: said so, never "failed"
+            self.post(m.ServiceError("launch", str(exc), unknown=getattr(exc, "maybe_running", False)))
             return
         self.post(m.RunStarted(runs, predicted))
 
@@ -209,16 +210,35 @@ class Controller:
         # holder stopped while this one waits) must not cancel this one halfway
         self._worker(self._stop(runs, then_launch), f"stop:{key}", f"stop:{key}", exclusive=True)
 
+    def check_failed_alive(self, key: str, runs: list[RunView], settle: float = 2.0) -> None:
+        """After a failure: is the server still running `settle` s later (a crash tearing itself down
+        is given that long)? Posts FailedStillRunning when one of its nodes is."""
+        self._worker(self._failed_alive(key, runs, settle), f"alive:{key}", f"alive:{key}", exclusive=True)
+
+    async def _failed_alive(self, key: str, runs: list[RunView], settle: float) -> None:
+        await asyncio.sleep(settle)
+        try:
+            states = [await self.backend.run_state(r) for r in runs]
+        except Exception:
+            return  # cannot tell: nothing is claimed
+        if "running" in states:
+            self.post(m.FailedStillRunning(key))
+
     async def _stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
         key = runs[0].run_id
-        self.post(m.StopProgress(key, f"stopping {key} (TERM, then KILL after the grace period)"))
+        self.post(
+            m.StopProgress(key, f"stopping {key} (TERM to its server, the drain, then its group; KILL last)")
+        )
         workers = [r for r in runs if (r.node_rank or 0) != 0]
         heads = [r for r in runs if (r.node_rank or 0) == 0]
+        steps: list[str | None] = []
         try:
             if workers:
-                await asyncio.gather(*(self.backend.stop(r) for r in workers))
+                steps += await asyncio.gather(*(self.backend.stop(r) for r in workers))
             for run in heads:
-                await self.backend.stop(run)
+                steps.append(await self.backend.stop(run))
+            if steps and steps[-1]:
+                self.post(m.StopProgress(key, f"{key}: {steps[-1]}"))
             for run in runs:
                 async for line in self.backend.wait_gpus_free(run, timeout=120.0):
                     self.post(m.StopProgress(key, line))
@@ -228,7 +248,8 @@ class Controller:
         except Exception as exc:
             self.post(m.StopProgress(key, f"stop failed: {exc}", True, False))
             return
-        self.post(m.StopProgress(key, f"{key} stopped; its GPUs are free", True, True))
+        how = f" ({steps[-1]})" if steps and steps[-1] else ""
+        self.post(m.StopProgress(key, f"{key} stopped; its GPUs are free{how}", True, True))
         if then_launch is not None:
             await self._launch(*then_launch)
 

@@ -35,6 +35,8 @@ def not_enough_memory(ctx: Context) -> Diagnosis:
     f = ctx.num
     baseline = f("load_weight_begin_avail_gib") or ctx.fit_num("baseline_free_gib")
     weights = f("weight_mem_gib") or ctx.fit_num("weights_gib")
+    if weights is not None and weights < 0:
+        weights = 0.0  # a measurement's noise ("mem usage=-0.01 GB" from 0.5.23's CPU engine): nothing taken
     after = f("avail_mem_after_weights_gib")
     derived = ""
     if baseline is None and weights is not None and after is not None:
