@@ -30,7 +30,7 @@ from bench.bench_ui_keys import CHUNK_S, PROFILE, flood_line, rss_mib
 from sgtui.core.profiles import load_profile
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.views import RunView
-from sgtui.ui.widgets.run_log import RunLog
+from sgtui.ui.widgets.log_view import LogView
 from tests.ui.fakes import FakeBackend
 
 
@@ -94,7 +94,7 @@ async def main(runs: int, rate: int, seconds: float) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         while len(app.followed) < runs or len(backend.fed) < runs:
             await pilot.pause(0.01)
-        app.query_one(RunLog).focus()
+        app.query_one(LogView).focus()
         driver = app._driver
         assert driver is not None
         rss0 = rss_mib()

@@ -28,6 +28,8 @@ from sgtui.remote.hosts import load_hosts  # noqa: E402
 from sgtui.sim.host import SimHost  # noqa: E402
 from sgtui.ui.app import SgtuiApp  # noqa: E402
 from sgtui.ui.remote_backend import RemoteBackend  # noqa: E402
+from sgtui.ui.screens.confirm import ConfirmScreen  # noqa: E402
+from sgtui.ui.screens.fit_confirm import FitConfirmScreen  # noqa: E402
 from sgtui.ui.views import ContainerView  # noqa: E402
 
 SIM_MODELS = REPO / "sgtui" / "sim" / "models"
@@ -78,17 +80,23 @@ async def shoot(out: Path, size: tuple[int, int]) -> list[Path]:
                 written.append(target)
 
             await until(pilot, lambda: app.fit_report is not None and app.version, 30, "the fit")
-            await until(pilot, lambda: app.query_one("#picker").containers.get("sim"), 30, "containers")
+            await until(pilot, lambda: app.fleet.host("sim").containers, 30, "containers")
             await pilot.press("1")
             await save("hosts")
             await pilot.press("2")
             await save("launch-form")
             await pilot.press("escape", "3", "l")
+            # the fit says FAILS, so l asks first (README): launch anyway, to show the failure it predicted
+            await until(pilot, lambda: isinstance(app.screen, FitConfirmScreen), 10, "the fit question")
+            await pilot.press("y")
             await until(pilot, lambda: app.run_state == "failed", 60, "the failure")
             await save("failure-diagnosis")
             await pilot.press("a")
             await until(pilot, lambda: app.form.values().get("--max-running-requests") == 8, 10, "the fix")
             await pilot.press("r")
+            await pilot.pause(0.5)
+            if isinstance(app.screen, (FitConfirmScreen, ConfirmScreen)):  # a tight or unknown fit asks
+                await pilot.press("y")
             await until(pilot, lambda: app.run_state == "ready", 90, "ready")
             await pilot.pause(2.0)
             await save("ready")

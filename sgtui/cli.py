@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -51,20 +52,42 @@ _SHORT_HELP = {
 }
 
 
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _is_profile(arg: str) -> bool:
+    """`sgtui PROFILE.yaml` opens the app on that profile, as `sgtui tui PROFILE.yaml` does."""
+    return arg.endswith((".yaml", ".yml")) or os.path.isfile(arg)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if not a.startswith("-")), None)
+    if selected is not None and selected not in COMMANDS and _is_profile(selected):
+        argv = ["tui", *argv]
+        selected = "tui"
     if selected is None and not any(a in ("-h", "--help", "--version") for a in argv):
         argv = ["tui", *argv]
         selected = "tui"
-    if selected not in COMMANDS:
-        selected = None
+    if selected is not None and selected not in COMMANDS:
+        print(
+            f"sgtui: unknown command {selected!r}{_did_you_mean(selected, list(COMMANDS))} "
+            f"(commands: {', '.join(COMMANDS)}; a profile file opens the app)",
+            file=sys.stderr,
+        )
+        return 2
     parser = build_parser(selected)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         hint = ""
         if selected == "fit":
             hint = " (SGLang's own flags go after `--`: sgtui fit --gpu A6000 -- --model-path M --tp 2)"
+        sub = _subparser(parser, selected)
+        if sub is not None and unknown[0].startswith("--"):
+            options = [o for o in sub._option_string_actions if o.startswith("--")]
+            hint = _did_you_mean(unknown[0].split("=", 1)[0], options) + hint
         print(f"sgtui: unrecognised arguments: {' '.join(unknown)}{hint}", file=sys.stderr)
         return 2
     if not hasattr(args, "_run"):
@@ -81,6 +104,14 @@ def main(argv: list[str] | None = None) -> int:
         # `sgtui explain log | head`: the reader left; say nothing more (and not on the closing flush).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser | None:
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        choices = getattr(action, "choices", None) or {}
+        if name in choices:
+            return choices[name]  # type: ignore[no-any-return]
+    return None
 
 
 if __name__ == "__main__":

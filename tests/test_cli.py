@@ -51,3 +51,19 @@ def test_a_reader_that_closes_the_pipe_early_gets_no_traceback() -> None:
     stderr = proc.stderr.read().decode()
     proc.wait(timeout=60)
     assert "Traceback" not in stderr
+
+
+def test_the_runs_table_lines_up_whatever_the_state_says() -> None:
+    """`{state:<10}` let "exited rc=143" push its row's pgid, user and log out of line."""
+    from sgtui.commands.runs import aligned
+
+    lines = aligned(
+        [
+            ["RUN", "STATE", "PGID", "USER", "LOG"],
+            ["20260101-000000-aaaaaa", "running", "4242", "root", "/r/a/server.log"],
+            ["20260101-000001-bbbbbb", "exited rc=143", "77", "someone-long", "/r/b/server.log"],
+        ]
+    )
+    assert len({line.index("/r/") if "/r/" in line else line.index("LOG") for line in lines}) == 1
+    starts = {line.find(word) for line, word in zip(lines, ["PGID", "4242", "77"], strict=True)}
+    assert len(starts) == 1

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 HELP = "launch a profile headless; --watch follows it to ready or failure"
 
 STATUS_POLL_S = 0.5  # how often --watch asks whether the process group is still alive
+STATUS_TIMEOUT_S = 10.0  # a status poll not answered in this long: the link is taken as lost
+GIVE_UP_AFTER_S = 300.0  # --give-up-after's default: this long without a connection ends the watch
 ERROR_SETTLE_S = 1.0  # after the first fatal line, read this much longer so the whole traceback is in
 PREDICTED_FAILURE = 3  # the exit code when the preflight predicts a failure and nothing was launched
 
@@ -63,6 +65,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "per phase from what the log says (model size, TP, loading rate); on a multi-node profile the "
         "stall names the nodes and ranks that did not arrive",
     )
+    parser.add_argument(
+        "--give-up-after",
+        type=float,
+        default=GIVE_UP_AFTER_S,
+        metavar="S",
+        help=f"with --watch: stop watching (exit 1) after S seconds without a connection to the host "
+        f"(default {GIVE_UP_AFTER_S:g}); the server is not stopped",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None and stall_after <= 0:
         raise UserError(f"--stall-after {stall_after:g}: give a positive number of seconds")
+    give_up = getattr(args, "give_up_after", GIVE_UP_AFTER_S)
+    if not give_up > 0:
+        raise UserError(f"--give-up-after {give_up:g}: give a positive number of seconds")
     path = resolve_profile_path(args.profile)
     printer = Printer(json_events=args.json_events)
     return asyncio.run(
@@ -85,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
             printer=printer,
             timeout=args.timeout,
             stall_after=stall_after,
+            give_up_after=give_up,
             force=args.force,
         )
     )
@@ -113,6 +127,7 @@ async def launch(
     printer: Printer,
     timeout: float | None,
     stall_after: float | None = None,
+    give_up_after: float = GIVE_UP_AFTER_S,
     force: bool = False,
 ) -> int:
     from sgtui.core.profiles import dump_profile, load_profile
@@ -139,6 +154,7 @@ async def launch(
             stall_after=stall_after,
             password_cb=ask_password if sys.stdin.isatty() else None,
             force=force,
+            give_up_after=give_up_after,
         )
     host_name = host or profile.host
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
@@ -155,7 +171,9 @@ async def launch(
         printer.preflight(checked.preflight, checked.report)
         if not printer.go_ahead(checked.preflight, force=force):
             return PREDICTED_FAILURE
-        record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
+        record = await manager.launch(
+            argv, profile.env, dump_profile(profile), profile.gpus or [], profile_name=profile.name
+        )
         printer.emit(
             "launched",
             f"launched {profile.name} on {host_name} ({target.label}): pid {record.pid}, "
@@ -164,13 +182,20 @@ async def launch(
         )
         if not watch:
             return 0
+        import shlex
+
         from sgtui.commands.launch_leftover import stop_command
         from sgtui.commands.runs import target_text
 
         where = {"host": host_name, "target": target_text(target)}
         stop = stop_command(record, profile=None if host else str(path), **where)
-        watch = Watch(manager, record, printer, timeout, stall_after, stop_command=stop, fit=checked.report)
-        return await watch.run()
+        follow = Watch(
+            manager, record, printer, timeout, stall_after, stop_command=stop, give_up_after=give_up_after,
+            fit=checked.report,
+        )
+        places = ["--host", host_name, "--target", where["target"]] if host else ["--profile", str(path)]
+        follow.place = shlex.join(places)
+        return await follow.run()
     except RemoteError as exc:
         if getattr(exc, "maybe_running", False):  # cut by a lost connection: it may have started
             printer.emit("unknown", f"unknown: {exc}", message=str(exc), maybe_running=True)
@@ -212,6 +237,7 @@ class Watch:
         *,
         stop_command: str | None = None,
         fit: Any = None,
+        give_up_after: float = GIVE_UP_AFTER_S,
     ) -> None:
         from sgtui.core.logs import LogClassifier
 
@@ -227,6 +253,11 @@ class Watch:
         self.stopped = False  # it ended on a stop by sgtui (RunState.STOPPED)
         self.offset = 0  # bytes of the log already classified
         self.stop_command = stop_command  # the exact `sgtui stop` of this run (launch_leftover.stop_command)
+        from sgtui.commands.watch_link import LinkWatch
+
+        conn = getattr(manager, "conn", None)
+        self.link = LinkWatch(conn, printer, give_up_after, lambda: self.offset)
+        self.place = f"--host {self.link.host}"  # how `sgtui runs`/`status`/`stop` find the run
 
     async def run(self) -> int:
         import asyncio
@@ -234,6 +265,7 @@ class Watch:
 
         from sgtui.commands.launch_leftover import end_watch
 
+        self.link.start()
         tail = asyncio.ensure_future(self._follow())
         try:
             deadline = None if self.timeout is None else time.monotonic() + self.timeout
@@ -250,9 +282,14 @@ class Watch:
                         "timeout", f"gave up after {self.timeout:g} s: still {self.classifier.state.phase}"
                     )
                     return 1
+                if self.link.fatal or self.link.gone_too_long() or tail.done():
+                    if tail.done() and not tail.cancelled() and tail.exception() is not None:
+                        self.link.fatal = self.link.fatal or str(tail.exception())
+                    return self.link.give_up(self.record.id, self.place, self.stop_command)
                 await asyncio.sleep(STATUS_POLL_S)
                 await self._poll_status()
         finally:
+            self.link.close()
             tail.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await tail
@@ -284,13 +321,17 @@ class Watch:
 
         if self.exited:
             return
+        import asyncio
+
         try:
-            status = await self.manager.status(self.record)
+            status = await asyncio.wait_for(self.manager.status(self.record), STATUS_TIMEOUT_S)
+        except TimeoutError:  # a link that answers nothing (a host gone without a goodbye)
+            self.link.lost(f"no answer in {STATUS_TIMEOUT_S:g} s")
+            return
         except RemoteError:
             return  # the connection is being re-established; the next poll asks again
+        self.link.back()  # answered: whatever looked lost is back
         if status.state is not RunState.RUNNING:
-            import asyncio
-
             await asyncio.sleep(STATUS_POLL_S)  # let the tail deliver the last lines first
             await self._read_rest()
             self.exited = True

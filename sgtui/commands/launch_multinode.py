@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sgtui.commands.launch import ERROR_SETTLE_S, PREDICTED_FAILURE, STATUS_POLL_S, Printer
+from sgtui.commands.launch import ERROR_SETTLE_S, PREDICTED_FAILURE, STATUS_POLL_S, STATUS_TIMEOUT_S, Printer
 from sgtui.core.preflight import Check
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ async def launch_multinode(
     stall_after: float | None,
     password_cb: Any = None,
     force: bool = False,
+    give_up_after: float = 300.0,
 ) -> int:
     from sgtui.core.profiles import dump_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
@@ -83,8 +85,11 @@ async def launch_multinode(
             return 1
         if not watch:
             return 0
-        watch = MultiWatch(nodes, records, printer, timeout, stall_after, addr, fit=checked.report)
-        return await watch.run()
+        watching = MultiWatch(
+            nodes, records, printer, timeout, stall_after, addr, give_up_after, fit=checked.report
+        )
+        watching.place = shlex.join(["--profile", str(path)])
+        return await watching.run()
     except RemoteError as exc:
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
@@ -112,6 +117,7 @@ class NodeFollow:
         self.exited = False
         self.exit_code: int | None = None
         self.error_seen_at: float | None = None
+        self.link: Any = None  # the LinkWatch of this node's connection
 
     @property
     def rank(self) -> int:
@@ -129,8 +135,10 @@ class MultiWatch:
         timeout: float | None,
         stall_after: float | None,
         dist_init_addr: str,
+        give_up_after: float = 300.0,
         fit: Any = None,
     ) -> None:
+        from sgtui.commands.watch_link import LinkWatch
         from sgtui.core.node_progress import CrossNode, NodeProgress, tp_tags
 
         self.fit = fit  # node 0's preflight FitReport: every node's diagnosis leads with its first fix
@@ -139,6 +147,14 @@ class MultiWatch:
         self.timeout = timeout
         self.addr = dist_init_addr
         self.follows = [NodeFollow(r, stall_after) for r in sorted(records, key=lambda r: r.node_rank or 0)]
+        self.place = f"--profile {nodes.profile.name}"  # how `sgtui runs`/`stop` find the run
+        # one view per connection (nodes sharing a host share it): lost said at once, resumed, given up
+        self.links: dict[int, LinkWatch] = {}
+        for f in self.follows:
+            conn = getattr(nodes.manager_for(f.record), "conn", None)
+            if id(conn) not in self.links:
+                self.links[id(conn)] = LinkWatch(conn, printer, give_up_after, lambda f=f: f.offset)
+            f.link = self.links[id(conn)]
         spec = nodes.profile.spec
         now = time.monotonic()
         n = len(self.follows)
@@ -151,6 +167,8 @@ class MultiWatch:
         )
 
     async def run(self) -> int:
+        for link in self.links.values():
+            link.start()
         tails = [asyncio.ensure_future(self._follow(f)) for f in self.follows]
         try:
             deadline = None if self.timeout is None else time.monotonic() + self.timeout
@@ -165,9 +183,14 @@ class MultiWatch:
                     phases = ", ".join(f"node {f.rank} {f.classifier.state.phase}" for f in self.follows)
                     self.printer.emit("timeout", f"gave up after {self.timeout:g} s: {phases}")
                     return 1
+                gone = [link for link in self.links.values() if link.fatal or link.gone_too_long()]
+                if gone:
+                    return gone[0].give_up(self.follows[0].record.id, self.place)
                 await asyncio.sleep(STATUS_POLL_S)
                 await asyncio.gather(*(self._poll(f) for f in self.follows))
         finally:
+            for link in self.links.values():
+                link.close()
             for tail in tails:
                 tail.cancel()
             for tail in tails:
@@ -215,9 +238,13 @@ class MultiWatch:
             return
         manager = self.nodes.manager_for(f.record)
         try:
-            status = await manager.status(f.record)
+            status = await asyncio.wait_for(manager.status(f.record), STATUS_TIMEOUT_S)
+        except TimeoutError:  # a host gone without a goodbye
+            f.link.lost(f"no answer in {STATUS_TIMEOUT_S:g} s")
+            return
         except RemoteError:
             return
+        f.link.back()
         if status.state is RunState.RUNNING:
             return
         await asyncio.sleep(STATUS_POLL_S)

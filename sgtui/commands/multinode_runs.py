@@ -56,7 +56,7 @@ async def statuses(nodes: MultiNode, records: list[RunRecord]) -> list[RunStatus
 
 
 async def runs_multinode(profile: Profile, *, as_json: bool) -> int:
-    from sgtui.commands.runs import run_json
+    from sgtui.commands.runs import aligned, run_json
     from sgtui.remote.connection import RemoteError
 
     nodes = open_nodes(profile)
@@ -90,12 +90,14 @@ async def runs_multinode(profile: Profile, *, as_json: bool) -> int:
         print(f"no runs of {profile.name} recorded on {hosts}")
         return 0
     print(f"runs of {profile.name} on {hosts}, newest first:")
+    table = [["RUN", "NODE", "HOST", "STATE", "PGID", "LOG"]]
     for row in rows:
         state = row["state"] + (f" rc={row['rc']}" if row["rc"] is not None else "")
-        print(
-            f"  {row['id']}  node {row['node_rank']} {row['host']:<12} {state:<10} "
-            f"pgid {row['pgid'] or '?':<8} {row['log_path']}"
+        table.append(
+            [row["id"], str(row["node_rank"]), row["host"], state, str(row["pgid"] or "?"), row["log_path"]]
         )
+    for line in aligned(table):
+        print(line)
     for problem in problems:
         print(problem)
     return 0

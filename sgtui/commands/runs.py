@@ -120,6 +120,15 @@ def state_name(status: RunStatus) -> str:
     }.get(status.state, "dead")
 
 
+def aligned(rows: list[list[str]]) -> list[str]:
+    """Rows as lines with every column as wide as its widest cell (the last one unpadded), indented 2:
+    a state like "exited rc=143" or a node column no longer pushes the rest out of line."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  " + "  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]) for row in rows
+    ]
+
+
 def run_json(record: RunRecord, status: RunStatus) -> dict[str, Any]:
     """One run as the `sgtui runs --json` contract has it (DESIGN.md), nothing more."""
     started = (
@@ -213,13 +222,22 @@ async def _runs(place: Place, *, as_json: bool, prune: bool = False, keep: int |
         print(f"no runs recorded on {where} in {manager.runs_dir}")
         return 0
     print(f"runs on {where} in {manager.runs_dir}, newest first:")
+    table = [["RUN", "STATE", "PGID", "USER", "PROFILE", "LOG"]]
     for record, status in rows:
         data = run_json(record, status)
         state = data["state"] + (f" rc={data['rc']}" if data["rc"] is not None else "")
-        print(
-            f"  {record.id}  {state:<10} pgid {data['pgid'] or '?':<8} {record.user or '?':<10} "
-            f"{record.log_path}"
+        table.append(
+            [
+                record.id,
+                state,
+                str(data["pgid"] or "?"),
+                record.user or "?",
+                record.profile or "-",
+                record.log_path,
+            ]
         )
+    for line in aligned(table):
+        print(line)
     for note in notes:
         print(note.removeprefix("sgtui runs: "))
     return 0

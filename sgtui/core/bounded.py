@@ -16,6 +16,7 @@ from sgtui.core.errors import UserError
 
 JSON_MAX_BYTES = 64 * 2**20  # the largest real model.safetensors.index.json files are a few MB
 REPR_MAX = 60
+MAX_INT_DIGITS = 40  # Python refuses past 4,300 digits with a ValueError; no real value has 40
 
 
 class BoundedInputError(UserError):
@@ -46,6 +47,34 @@ def _deepest(text: str) -> tuple[int, int]:
     return deepest, stripped.count("\n", 0, at) + 1
 
 
+class _TooLong(Exception):
+    def __init__(self, digits: str) -> None:
+        super().__init__(digits[:20])
+        self.digits = digits
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits) > MAX_INT_DIGITS:
+        raise _TooLong(digits)
+    return int(digits)
+
+
+def parse_json_or_none(text: str | bytes, max_bytes: int = 1 << 20, max_depth: int = 64) -> Any:
+    """JSON from a host or a port (a run record, a result marker, an HTTP body): None when it is not
+    JSON or is past a limit (size, nesting, digits). Such input is never ours to explain line by line:
+    the caller treats None as "damaged"."""
+    if len(text) > max_bytes:
+        return None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if text.count("[") + text.count("{") > max_depth and _deepest(text)[0] > max_depth:
+        return None
+    try:
+        return json.loads(text, parse_int=_bounded_int)
+    except (ValueError, RecursionError, _TooLong):
+        return None
+
+
 def load_json(text: str | bytes, file: str, *, max_bytes: int = JSON_MAX_BYTES) -> Any:
     """json.loads with a size limit, and nesting too deep for the parser as one error line rather than
     a RecursionError. Syntax errors propagate as `json.JSONDecodeError` (callers word them for their file
@@ -58,7 +87,13 @@ def load_json(text: str | bytes, file: str, *, max_bytes: int = JSON_MAX_BYTES) 
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_bounded_int)
+    except _TooLong as long:
+        at = text.find(long.digits)
+        raise BoundedInputError(
+            f"{file}, line {text.count(chr(10), 0, max(at, 0)) + 1}: an integer of {len(long.digits):,} "
+            f"digits; no real value has more than {MAX_INT_DIGITS}, so the file looks corrupt or hostile"
+        ) from None
     except RecursionError:
         depth, line = _deepest(text)
         raise BoundedInputError(

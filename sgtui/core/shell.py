@@ -13,13 +13,13 @@ parser.
 from __future__ import annotations
 
 import base64
-import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from sgtui.core.bounded import parse_json_or_none
 from sgtui.core.errors import UserError
 
 TargetKind = Literal["host", "pct", "docker"]
@@ -158,9 +158,6 @@ def parse_marker(stdout: str) -> dict[str, Any] | None:
     """The JSON of the last marker line in `stdout`, or None when there is none."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARKER + " "):
-            try:
-                value = json.loads(line[len(MARKER) + 1 :])
-            except json.JSONDecodeError:
-                return None
+            value = parse_json_or_none(line[len(MARKER) + 1 :])  # from the host: bounded, never trusted
             return value if isinstance(value, dict) else None
     return None

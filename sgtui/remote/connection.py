@@ -33,7 +33,7 @@ from sgtui.remote.known_hosts import (
 from sgtui.remote.local import LocalTransport
 from sgtui.remote.proxy import ProxyCommand
 from sgtui.remote.ssh_auth import AuthClient, PasswordCallback, Secrets
-from sgtui.remote.ssh_failures import auth_failure, host_key_failure, unreachable_failure
+from sgtui.remote.ssh_failures import auth_disconnect, auth_failure, host_key_failure, unreachable_failure
 from sgtui.remote.ssh_options import Identities, connect_learning_key_type, connect_options
 from sgtui.remote.transport import (
     AuthError,
@@ -123,6 +123,12 @@ class Connection(Channels):
     def connected(self) -> bool:
         return self._conn is not None and self.state is ConnState.UP
 
+    @property
+    def host_key_fingerprint(self) -> str | None:
+        """The fingerprint of the host key the current connection was made with; None while down."""
+        key = self._conn.get_server_host_key() if self._conn is not None else None
+        return None if key is None else str(key.get_fingerprint())
+
     async def connect(self) -> Connection:
         """Open the connection now (otherwise the first command does); raises on failure."""
         await self._ensure()
@@ -174,6 +180,10 @@ class Connection(Channels):
             raise auth from None
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             await self._end_proxy()
+            refused = auth_disconnect(exc, self.host, client)
+            if refused is not None:  # hung up during login: not an unreachable host
+                self._emit(ConnState.AUTH_FAILED, str(refused))
+                raise refused from None
             if proxy is not None:
                 await proxy.close()  # its stderr is read to the end
             unreachable = unreachable_failure(exc, self.host, proxy)
@@ -282,6 +292,9 @@ class Connection(Channels):
 Transport = Connection | LocalTransport
 
 
+MAX_JUMPS = 16  # ProxyJump hops to one host; a chain that loops back is refused whatever its length
+
+
 class ConnectionPool:
     """One Connection per host alias, created on first use; ProxyJump hops become tunnels."""
 
@@ -296,10 +309,26 @@ class ConnectionPool:
         self._password_cb = password_cb
         self._options = conn_options
         self._conns: dict[str, Transport] = {}
+        self._chain: list[str] = []  # the hosts being set up, each reached through the next
 
     def get(self, name: str) -> Transport:
         if name in self._conns:
             return self._conns[name]
+        if name in self._chain or len(self._chain) >= MAX_JUMPS:
+            chain = " -> ".join([*self._chain, name])
+            first = self.hosts.get(self._chain[0])
+            where = f"{first.source}: " if first is not None else ""
+            why = "loops back" if name in self._chain else f"is longer than {MAX_JUMPS} hops"
+            self._chain.clear()
+            raise UserError(f"{where}the ProxyJump chain {chain} {why}; fix proxy_jump / ProxyJump")
+        self._chain.append(name)
+        try:
+            return self._make(name)
+        finally:
+            if self._chain and self._chain[-1] == name:
+                self._chain.pop()
+
+    def _make(self, name: str) -> Transport:
         host = self.hosts.get(name)
         if host is None:
             known = ", ".join(sorted(self.hosts)) or "none configured"

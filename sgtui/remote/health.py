@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import enum
 import ipaddress
-import json
 import shlex
 import zlib
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 import asyncssh
 
+from sgtui.core.bounded import parse_json_or_none
 from sgtui.core.sglang.windows import serving_rules
 from sgtui.remote.connection import RemoteError, Transport
 from sgtui.remote.runs import RunState, RunStatus
@@ -113,7 +113,7 @@ def parse_http_response(data: bytes) -> HttpProbe:
     head, _, body = data.partition(b"\r\n\r\n")
     status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
     parts = status_line.split()
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not (parts[1].isdigit() and len(parts[1]) == 3):
         return HttpProbe(HttpState.ERROR, detail=f"not an HTTP answer: {status_line[:80]!r}")
     status = int(parts[1])
     if b"\r\ncontent-encoding: gzip" in head.lower():
@@ -124,10 +124,7 @@ def parse_http_response(data: bytes) -> HttpProbe:
 
 
 def model_name(body: str) -> str | None:
-    try:
-        data: Any = json.loads(body)
-    except json.JSONDecodeError:
-        return None
+    data: Any = parse_json_or_none(body)  # whatever answers on the port: no depth, digits or size trusted
     if isinstance(data, dict):
         for key in ("model_path", "served_model_name", "model"):
             if isinstance(data.get(key), str):

@@ -21,10 +21,12 @@ means here what it means to `ssh`. hosts.yaml (in the config dir) adds or overri
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ import yaml
 from sgtui.core import paths
 from sgtui.core.bounded import BoundedInputError, short_repr
 from sgtui.core.errors import UserError
-from sgtui.core.yamlsafe import NoAliasLoader, compose_yaml
+from sgtui.core.yamlsafe import NoAliasLoader, compose_yaml, yaml_problem
 
 HOSTS_FILE = "hosts.yaml"
 KNOWN_HOSTS_FILE = "known_hosts"
@@ -76,12 +78,25 @@ class HostConfig:
     host_key_alias: str | None = None  # the name its key is recorded under in known_hosts
     identities_only: bool = False  # only identity_files (and those keys in the agent) are offered
     proxy_command: str | None = None  # OpenSSH ProxyCommand, %-tokens not yet expanded
+    skipped_exec: tuple[str, ...] = ()  # `Match exec` commands never run (match_exec_note)
     keep_runs: int | None = None  # ended runs kept per target (None: runscripts.KEEP_RUNS_DEFAULT)
 
     @property
     def key_name(self) -> str:
         """The name known_hosts is searched for: HostKeyAlias, else the hostname."""
         return self.host_key_alias or self.hostname
+
+    @property
+    def match_exec_note(self) -> str:
+        """Why a `Match exec` block did not apply here: "" when the config has none for this host."""
+        if not self.skipped_exec:
+            return ""
+        commands = ", ".join(f"`{c}`" for c in self.skipped_exec)
+        return (
+            f"{self.source}: host {self.name!r}: sgtui does not run `Match exec` {commands} (reading the "
+            "config must not run commands; OpenSSH runs it only when connecting): that condition is taken "
+            "as false; put what its block sets for this host into hosts.yaml"
+        )
 
 
 def default_ssh_config() -> Path:
@@ -116,38 +131,79 @@ def load_hosts(
 
 
 _HOST_LINE = re.compile(r"^\s*Host\s+(.+?)\s*$", re.IGNORECASE)
+MAX_HOST_NAMES = 256  # names on one `Host` line; each alias is resolved by re-reading the whole config
+MAX_SSH_ALIASES = 2000  # concrete aliases in all: past this, resolving them one by one takes minutes
 _INCLUDE_LINE = re.compile(r"^\s*Include\s+(.+?)\s*$", re.IGNORECASE)
 
 
 def ssh_config_aliases(path: Path, _seen: set[Path] | None = None) -> list[str]:
-    """Concrete aliases named by `Host` lines (patterns with * ? ! are not hosts one can pick)."""
-    seen = _seen if _seen is not None else set()
+    """Concrete aliases named by `Host` lines (patterns with * ? ! are not hosts one can pick). A `Host`
+    line past MAX_HOST_NAMES names, or more than MAX_SSH_ALIASES in all, is one HostsFileError line."""
+    return list(_aliases(path, _seen if _seen is not None else set(), {}))
+
+
+def _aliases(path: Path, seen: set[Path], aliases: dict[str, None]) -> dict[str, None]:
     path = path.resolve()
     if path in seen or not path.is_file():
-        return []
+        return aliases
     seen.add(path)
-    aliases: list[str] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if m := _INCLUDE_LINE.match(line):
             for pattern in m.group(1).split():
                 expanded = Path(os.path.expanduser(pattern))
                 if not expanded.is_absolute():
                     expanded = Path(os.path.expanduser("~/.ssh")) / expanded
                 for inc in sorted(expanded.parent.glob(expanded.name)):
-                    aliases += [a for a in ssh_config_aliases(inc, seen) if a not in aliases]
+                    _aliases(inc, seen, aliases)
         elif m := _HOST_LINE.match(line):
-            for word in m.group(1).split():
-                if not any(c in word for c in "*?!") and word not in aliases:
-                    aliases.append(word)
+            words = m.group(1).split()
+            if len(words) > MAX_HOST_NAMES:
+                raise HostsFileError(
+                    f"{path}:{number}: a Host line with {len(words):,} names; sgtui reads at most "
+                    f"{MAX_HOST_NAMES} per line (each is resolved as ssh would): split it, or use a pattern"
+                )
+            aliases.update((w, None) for w in words if not any(c in w for c in "*?!"))
+            if len(aliases) > MAX_SSH_ALIASES:
+                raise HostsFileError(
+                    f"{path}:{number}: more than {MAX_SSH_ALIASES:,} host names in the ssh config; sgtui "
+                    "resolves each as ssh would, which would take minutes: use patterns for the rest"
+                )
     return aliases
 
 
+_EXEC_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _exec_never_runs(skipped: list[str]) -> Iterator[None]:
+    """While asyncssh parses the config, a `Match exec CMD` condition is recorded and taken as false,
+    never run: asyncssh's parser runs it with `shell=True` (and its %-tokens unexpanded) at read time,
+    where OpenSSH runs it only when connecting (ssh_config(5), readconf.c match_cfg_line)."""
+    import asyncssh.config as parser
+
+    def record(command: str) -> bool:
+        skipped.append(command)
+        return False
+
+    with _EXEC_LOCK:
+        real = parser._exec
+        parser._exec = record
+        try:
+            yield
+        finally:
+            parser._exec = real
+
+
 def resolve_ssh_alias(alias: str, config_path: Path) -> HostConfig:
-    """An alias as `ssh` would resolve it, using asyncssh's config parser."""
+    """An alias as `ssh` would resolve it, using asyncssh's config parser; no `Match exec` is run."""
     from asyncssh.config import SSHClientConfig
 
+    skipped: list[str] = []
     try:
-        cfg = SSHClientConfig.load(None, [config_path], False, False, False, getpass.getuser(), (), alias, ())
+        with _exec_never_runs(skipped):
+            cfg = SSHClientConfig.load(
+                None, [config_path], False, False, False, getpass.getuser(), (), alias, ()
+            )
     except Exception as exc:  # asyncssh raises ConfigParseError (a ValueError) with file and line
         raise HostsFileError(f"{config_path}: {exc}") from None
     idents = cfg.get("IdentityFile") or ()
@@ -168,6 +224,7 @@ def resolve_ssh_alias(alias: str, config_path: Path) -> HostConfig:
         identities_only=bool(cfg.get("IdentitiesOnly")),
         # asyncssh has already expanded its %-tokens; "none" turns it off, as in OpenSSH
         proxy_command=None if not proxy or str(proxy).lower() == "none" else _literal_percent(str(proxy)),
+        skipped_exec=tuple(dict.fromkeys(skipped)),
     )
 
 
@@ -208,7 +265,8 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
     except BoundedInputError as exc:
         raise HostsFileError(str(exc)) from None
     except yaml.YAMLError as exc:
-        raise HostsFileError(f"{path}: not valid YAML: {exc}") from None
+        line, what = yaml_problem(exc)
+        raise HostsFileError(f"{path}{f':{line}' if line else ''}: {what}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

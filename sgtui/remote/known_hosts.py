@@ -77,15 +77,27 @@ _KNOWN_HOSTS_NAME = re.compile(r"[A-Za-z0-9._:%-]+\Z")
 
 
 def accept_host_key(host: HostConfig, key: asyncssh.SSHKey, path: Path | None = None) -> Path:
-    """Trust `key` for `host` from now on: append it to sgtui's known_hosts (the user decided)."""
-    if not _KNOWN_HOSTS_NAME.match(host.hostname) or not 0 < host.port < 65536:
+    """Trust `key` for `host` from now on: append it to sgtui's known_hosts (the user decided). Recorded
+    under the name it is looked up by (`known_match`): the HostKeyAlias alone when the host has one (as
+    OpenSSH records it: no address, no port), else the hostname (and port)."""
+    alias = host.host_key_alias
+    if alias is not None:
+        if not _KNOWN_HOSTS_NAME.match(alias):
+            raise RemoteError(
+                f"{host.name}: will not record a host key under HostKeyAlias {alias!r}: a known_hosts entry "
+                "needs a plain name (no spaces, commas or wildcards); fix host_key_alias"
+            )
+    elif not _KNOWN_HOSTS_NAME.match(host.hostname) or not 0 < host.port < 65536:
         raise RemoteError(
             f"{host.name}: will not record a host key for {host.hostname!r}:{host.port}: a known_hosts entry "
             "needs a plain host name or address (no spaces, commas or wildcards); fix the hostname"
         )
     path = path or sgtui_known_hosts()
     path.parent.mkdir(parents=True, exist_ok=True)
-    name = host.hostname if host.port == 22 else f"[{host.hostname}]:{host.port}"
+    if alias is not None:
+        name = alias
+    else:
+        name = host.hostname if host.port == 22 else f"[{host.hostname}]:{host.port}"
     line = f"{name} {key.convert_to_public().export_public_key().decode().strip()}\n"
     with path.open("a", encoding="utf-8") as fh:
         fh.write(line)

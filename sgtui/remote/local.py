@@ -35,6 +35,11 @@ class LocalTransport:
     def connected(self) -> bool:
         return True
 
+    @property
+    def host_key_fingerprint(self) -> str:
+        """No SSH host key: this machine is "local" (see `remote/identity.py`)."""
+        return "local"
+
     async def connect(self) -> LocalTransport:
         self._subs.emit(ConnectionEvent(self.host.name, ConnState.UP, "local"))
         return self

@@ -164,6 +164,7 @@ class MultiNode:
                 gpus,
                 run_id=run_id,
                 node_rank=node.rank,
+                profile_name=self.profile.name,
             )
             if on_launched is not None:
                 on_launched(record)

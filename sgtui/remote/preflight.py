@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sgtui.core import shell
+from sgtui.core.bounded import BoundedInputError, load_json, parse_json_or_none
 from sgtui.core.preflight import Check, LiveGpu, Preflight, from_fit
 from sgtui.remote.connection import RemoteError, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
@@ -85,8 +85,8 @@ async def read_model(
     hub_info: dict[str, Any] = {}
     for line in result.stdout.splitlines():
         if line.startswith("@@hub "):
-            with contextlib.suppress(ValueError):
-                hub_info = json.loads(line[len("@@hub ") :])
+            got = parse_json_or_none(line[len("@@hub ") :])  # from the target: bounded, never trusted
+            hub_info = got if isinstance(got, dict) else hub_info
     hub = is_hub_id(model_path)
     offline = str(hub_info.get("offline", "")).lower() not in ("", "0", "false", "no", "off")
     path = str(hub_info.get("path") or "") if hub else model_path
@@ -103,14 +103,17 @@ async def read_model(
         return ModelRead(path, True, problem=why, **common)
     config_text, _, after = rest.partition("@@index")
     index_text = after.partition("@@end")[0].strip()
-    try:
-        config = json.loads(config_text)
+    try:  # a shared disk's file: depth, digits and size bounded, one line when past them
+        config = load_json(config_text, f"{path}/config.json")
+    except BoundedInputError as exc:
+        return ModelRead(path, True, problem=str(exc), **common)
     except ValueError as exc:
         return ModelRead(path, True, problem=f"{path}/config.json is not JSON ({exc})", **common)
     weight_bytes = None
     if index_text:
+        index = parse_json_or_none(index_text, max_bytes=64 << 20)
         with contextlib.suppress(ValueError, AttributeError, KeyError, TypeError):
-            weight_bytes = int(json.loads(index_text)["metadata"]["total_size"])
+            weight_bytes = int(index["metadata"]["total_size"])
     return ModelRead(path, True, config, weight_bytes, **common)
 
 

@@ -11,13 +11,13 @@ import base64
 import binascii
 import calendar
 import enum
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sgtui.core import runscripts
+from sgtui.core.bounded import parse_json_or_none
 from sgtui.core.shell import ShellError
 from sgtui.remote.run_stops import (
     LeftProcess,
@@ -98,6 +98,7 @@ class RunRecord:
     user: str | None = None
     node_rank: int | None = None
     foreign: str | None = None
+    profile: str | None = None  # the profile's name as the launch recorded it (None: not recorded)
 
     @property
     def log_path(self) -> str:
@@ -181,15 +182,12 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
         elif tag == "@@owner":
             owner = value.strip() or None
         elif tag in ("@@run.json", "@@command.json"):
-            try:
-                files[tag[2:]] = json.loads(base64.b64decode(value.strip(), validate=True))
+            try:  # a record on a shared box: its depth, digits and size are bounded, never trusted
+                files[tag[2:]] = parse_json_or_none(base64.b64decode(value.strip(), validate=True))
             except (binascii.Error, ValueError):
                 files[tag[2:]] = None
         elif tag in ("@@run.json=", "@@command.json="):  # our own one-line record, sent as it is
-            try:
-                files[tag[2:-1]] = json.loads(value)
-            except ValueError:
-                files[tag[2:-1]] = None
+            files[tag[2:-1]] = parse_json_or_none(value)
     meta, cmd = files.get("run.json"), files.get("command.json", {})
     if not isinstance(cmd, dict):
         reasons.append("its command.json is damaged")
@@ -227,6 +225,8 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
         argv, env, gpus = [], {}, []
         reasons.append("its command.json is damaged")
     node_rank = int_value(cmd.get("node_rank"))
+    named = cmd.get("profile")
+    profile = named if isinstance(named, str) and 0 < len(named) <= 200 else None
     shared = cmd.get("run_id")  # a node of a multi-node run: the id all its nodes share
     run_id = shared if isinstance(shared, str) and node_name(shared, node_rank) == name else name
     return RunRecord(
@@ -245,6 +245,7 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
         user=owner,
         node_rank=node_rank,
         foreign="; ".join(dict.fromkeys(reasons)) or None,
+        profile=profile,
     )
 
 

@@ -134,9 +134,11 @@ class RunManager:
         *,
         node_rank: int | None = None,
         run_id: str | None = None,
+        profile_name: str | None = None,
     ) -> RunRecord:
         """Start argv detached into a fresh run directory and log; returns once pid/pgid are known.
-        A launch that fails before the server started leaves no run directory behind."""
+        A launch that fails before the server started leaves no run directory behind. `profile_name` is
+        recorded in command.json (the runs lists show it)."""
         if not argv or not argv[0].startswith("/"):
             raise shell.ShellError(
                 f"the command must start with an absolute interpreter path, got {argv[0] if argv else ''!r}: "
@@ -150,6 +152,8 @@ class RunManager:
             "target": {"kind": self.target.kind, "id": self.target.id},
             "host": self.host,
         }
+        if profile_name:
+            command["profile"] = profile_name
         name = node_name(run_id, node_rank)
         if node_rank is not None:
             command["node_rank"] = node_rank
@@ -206,6 +210,7 @@ class RunManager:
             boot=boot,
             user=str(marker.get("user") or "") or None,
             node_rank=node_rank,
+            profile=profile_name or None,
         )
 
     async def _after_cut(self, name: str, run_id: str, why: str) -> RunRecord:

@@ -38,6 +38,7 @@ class AuthClient(asyncssh.SSHClient):  # type: ignore[misc]
         self.offered_key: asyncssh.SSHKey | None = None
         self.addr = ""
         self._password_tries = 0
+        self.tried_password = False  # a password was sent: a server that hangs up now refused it
         self.answers: dict[str, str] = {}  # what the user typed on this attempt, by prompt
 
     async def _ask(self, prompt: str) -> str | None:
@@ -61,6 +62,7 @@ class AuthClient(asyncssh.SSHClient):  # type: ignore[misc]
         if self._password_cb is None or self._password_tries >= 3:
             return None
         self._password_tries += 1
+        self.tried_password = True
         host = self._host
         who = f"{host.user}@{host.hostname}" if host.user else host.hostname
         return await self._ask(f"password for {who}")

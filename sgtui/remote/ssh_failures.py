@@ -54,9 +54,40 @@ def auth_failure(exc: asyncssh.PermissionDenied, host: HostConfig, key_notes: Se
         skipped += "; IdentitiesOnly: only " + ", ".join(host.identity_files) + " were offered"
     return AuthError(
         f"{host.name}: authentication failed as {host.user or 'the current user'} "
-        f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password",
+        f"({exc.reason}){skipped}; check the key (identity_file), the agent, or the password"
+        + _exec_note(host),
         host,
     )
+
+
+def _exec_note(host: HostConfig) -> str:
+    """A `Match exec` block sgtui did not run may be why the settings are not the ones ssh would use."""
+    return f" (note: {host.match_exec_note})" if host.skipped_exec else ""
+
+
+def auth_disconnect(exc: BaseException, host: HostConfig, client: AuthClient) -> AuthError | None:
+    """A server that hangs up during authentication (sshd's MaxAuthTries: "Too many authentication
+    failures", after every agent key was offered or the passwords were wrong) refused the login: that is
+    an authentication failure, not an unreachable host. None when the hang-up is not about the login."""
+    reason = str(getattr(exc, "reason", "") or exc)
+    code = getattr(exc, "code", None)
+    about_auth = code == asyncssh.DISC_NO_MORE_AUTH_METHODS_AVAILABLE or "authentication" in reason.lower()
+    if not about_auth and not (client.tried_password and isinstance(exc, asyncssh.ConnectionLost)):
+        return None
+    who = host.user or "the current user"
+    said = reason.strip() or "the server closed the connection during login"
+    if client.tried_password:
+        todo = "the password was refused; check it (and the user name), or use a key (identity_file)"
+    elif host.identities_only and host.identity_files:
+        offered = ", ".join(host.identity_files)
+        todo = f"IdentitiesOnly: only {offered} was offered; check that key is authorized there"
+    else:
+        todo = (
+            "the agent or ~/.ssh offered more keys than the server allows per login (sshd "
+            "MaxAuthTries): name the right key with identity_file and set IdentitiesOnly yes "
+            "(hosts.yaml: identity_file: ... and identities_only: true)"
+        )
+    return AuthError(f"{host.name}: authentication failed as {who} ({said}): {todo}" + _exec_note(host), host)
 
 
 def unreachable_failure(exc: BaseException, host: HostConfig, proxy: ProxyCommand | None) -> UnreachableError:
@@ -65,9 +96,10 @@ def unreachable_failure(exc: BaseException, host: HostConfig, proxy: ProxyComman
         said = proxy.stderr_tail()
         return UnreachableError(
             f"cannot reach {host.name} through its ProxyCommand `{proxy.command}`: "
-            f"{said or exc or 'timed out'}; run that command by hand to see why"
+            f"{said or exc or 'timed out'}; run that command by hand to see why" + _exec_note(host)
         )
+    said = str(exc).strip() or ("timed out" if isinstance(exc, TimeoutError) else "the connection was closed")
     return UnreachableError(
         f"cannot reach {host.name} ({host.hostname}:{host.port}): "
-        f"{exc or 'timed out'}; check that the host is up and that its hostname and port are right"
+        f"{said}; check that the host is up and that its hostname and port are right" + _exec_note(host)
     )

@@ -4,7 +4,6 @@ container, and how to find the containers (and the GPUs each one is given)."""
 from __future__ import annotations
 
 import calendar
-import json
 import re
 import shlex
 import time
@@ -12,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sgtui.core.bounded import parse_json_or_none
 from sgtui.core.shell import (
     MAX_ARG_STRLEN,
     RemoteCommand,
@@ -172,9 +172,8 @@ def parse_docker_gpus(text: str) -> dict[str, tuple[tuple[int, ...], bool]]:
         name, sep, raw = line.partition("\t")
         if not sep:
             continue
-        try:
-            requests = json.loads(raw)
-        except json.JSONDecodeError:
+        requests = parse_json_or_none(raw)
+        if requests is None:
             continue
         gpus: set[int] = set()
         all_gpus = False

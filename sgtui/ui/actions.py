@@ -26,7 +26,7 @@ else:
 class Actions(Base):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.readonly and action in ("launch", "stop", "restart", "apply"):
-            return None  # greyed in the footer; the key says why
+            return True  # the key runs and says "read-only: ..." (a disabled binding would say nothing)
         if action == "apply":
             return self.log_pane.diagnosis.first_suggestion is not None
         if action == "stop":
@@ -40,10 +40,13 @@ class Actions(Base):
         self.main.query_one(focus).focus()
 
     def action_leave_input(self) -> None:
-        """esc: out of a text field, so that the single-letter keys act again."""
+        """esc: out of a text field, so that the single-letter keys act again; in the log, clears a kept
+        search."""
         focused = self.focused
         if isinstance(focused, Input) and focused.id == "log-search":
             self.log_pane.close_filter()
+        elif isinstance(focused, LogView) and focused.store.search is not None:
+            self.log_pane.close_filter()  # the search kept with enter: esc in the log clears it (help says)
         elif isinstance(focused, Input) and focused.id == "host-filter":
             self.main.query_one("#host-tree").focus()
         elif focused is not None and self.form in focused.ancestors:
@@ -93,6 +96,27 @@ class Actions(Base):
         session = self.followed.step(step)
         if session is not None:
             self.view_session(session)
+
+    def action_unfollow(self, key: str = "") -> None:
+        """u: stop following the run in view (or `key`): its tail ends and it leaves the followed runs;
+        the server itself is left as it is. The next followed run, if any, comes into view."""
+        session = self.followed.get(key) if key else self.followed.in_view
+        if session is None:
+            self.notify("no run is followed here: enter on one in the runs tab (4) follows it", timeout=5)
+            return
+        was_in_view = session is self.followed.in_view
+        self.controller.unfollow(session.key)
+        self.followed.remove(session.key)
+        alive = f"; it keeps {session.state} on {session.host}" if session.alive else ""
+        self.notify(f"stopped following {session.key}{alive}", timeout=6)
+        if was_in_view:
+            following = next(iter(self.followed), None)
+            if following is not None:
+                self.followed.view(following.key)
+            self.log_pane.show(following)
+        self.draw_runs()
+        self.draw_status()
+        self.refresh_bindings()
 
     def action_view_run(self, key: str) -> None:
         session = self.followed.view(key)

@@ -18,7 +18,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import Header, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from sgtui.ui.actions import Actions
@@ -26,7 +26,7 @@ from sgtui.ui.backend import Backend
 from sgtui.ui.commands_provider import SgtuiCommands
 from sgtui.ui.deploy import DeployActions
 from sgtui.ui.fitting import FitInputs, compute_fit
-from sgtui.ui.host_dialogs import HostDialogs
+from sgtui.ui.host_dialogs import HostDialogs, KeyCase
 from sgtui.ui.keymap import KEYS_FILE, load_keymap
 from sgtui.ui.panes.flags import FlagsPane
 from sgtui.ui.panes.hosts import FleetPane
@@ -38,6 +38,7 @@ from sgtui.ui.serving_routing import ServingRouting
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
 from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
 from sgtui.ui.views import RunView
+from sgtui.ui.widgets.footer import SgtuiFooter
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
 from sgtui.ui.workers.controller import Controller
@@ -59,6 +60,15 @@ WELCOME_KEYS = (
     "  e  edit the flags, with the memory fit",
     "  1  every host; pick another target",
     "  4  every run; enter follows one",
+    "  ?  every key",
+)
+NO_HOST_LINES = (
+    "No host yet. To add one:",
+    "  a Host in ~/.ssh/config, or an entry",
+    "  in hosts.yaml in sgtui's config dir;",
+    "  or quit (q) and run `sgtui demo`",
+    "  for a simulated GPU host.",
+    "  1  the hosts; enter picks a target",
     "  ?  every key",
 )
 FLEET_TICK_S = 1.0  # ages in the fleet view and status line
@@ -83,6 +93,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         Binding("right_square_bracket", "switch_run(1)", "next run", id="next-run", show=False),
         Binding("left_square_bracket", "switch_run(-1)", "previous run", id="previous-run", show=False),
         Binding("v", "node_view", "node view", id="node-view", show=False),
+        Binding("u", "unfollow", "stop following", id="unfollow", show=False),
         Binding("f", "follow", "follow", id="follow", show=False),
         Binding("x", "first_error", "first error", id="first-error", show=False),
         Binding("b", "bench", "load probe", id="bench", show=False),
@@ -124,6 +135,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         self._connected: set[str] = set()
         self._reattach_checked: set[str] = set()
         self._refusals_told: set[str] = set()
+        self.key_cases: dict[str, KeyCase] = {}  # a changed host key (by fingerprint) -> its host names
 
     # the state the panes render, by the names the tests and the palette use ------------------------------
     @property
@@ -229,7 +241,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
             with TabPane("4 Runs", id="runs"):
                 yield RunsTable(id="runs-table")
         yield GpuPanel(id="gpus")
-        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it; see ? help
+        yield SgtuiFooter(compact=True, show_command_palette=False)  # ctrl+p still opens it; see ? help
 
     def on_mount(self) -> None:
         d = self.deployment
@@ -239,7 +251,10 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         self.fleet_pane.rates = self.host_rates
         pane = self.log_pane
         pane.log.focus()
-        pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
+        if d.host:
+            pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
+        else:  # nothing configured yet: what to do, not a blank host
+            pane.welcome(NO_HOST_LINES)
         self.main.set_class(self.size.width < 100, "-narrow")
         self.draw_status()
         self._load_keymap()
@@ -255,6 +270,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         else show up in the fleet and runs views)."""
         if not self.is_running:
             return
+        self.check_key_files()
         for name, host_model in self.fleet.hosts.items():
             runs_age = host_model.ages.age("runs")
             if host_model.state == "connected" and runs_age is not None and runs_age > RUNS_REFRESH_S:
@@ -286,6 +302,8 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
     def on_resize(self, event: events.Resize) -> None:
         """Below 100 columns the side panes narrow and flag labels go above their inputs; the status line
         keeps what matters most at the new width."""
+        if self.is_mounted:
+            self.query_one(SgtuiFooter).refresh(recompose=True)  # its key order: do they all fit?
         self.main.set_class(event.size.width < 100, "-narrow")
         self.call_after_refresh(self.draw_status)
 
@@ -313,6 +331,10 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
     @on(FleetPane.Picked)
     def _picked(self, event: FleetPane.Picked) -> None:
         pick = event.pick
+        case = self.key_case_of(pick.host)
+        if case is not None and pick.container is None:  # its changed key: the dialog again
+            self.show_key_case(case)
+            return
         self.connect(pick.host)
         if pick.container is not None:
             self.deploy.retarget(pick.host, pick.container)

@@ -31,6 +31,11 @@ class Backend(Protocol):
         "unknown-key" (detail: the key's fingerprint) waits for `trust_host_key`."""
         ...
 
+    async def machine(self, host: str) -> str | None:
+        """Which machine and login `host` reaches once connected (`remote/identity.py`), None when it
+        cannot be told: two host names with the same answer are one place, shown once."""
+        ...
+
     async def containers(self, host: str) -> list[ContainerView]: ...
 
     async def sglang_version(self, host: str, target: ContainerView | None, python: str) -> str | None: ...
@@ -102,6 +107,11 @@ class Backend(Protocol):
 
     def trust_host_key(self, host: str, trusted: bool) -> None:
         """The user's answer to an "unknown-key" state: record the key and connect, or give up."""
+        ...
+
+    def retry(self, host: str) -> None:
+        """Forget a host-key or login failure of `host` (the user fixed known_hosts or the key), so the
+        next connection attempt is a real one."""
         ...
 
     async def close(self) -> None: ...

@@ -29,6 +29,7 @@ PALETTE = (
     ("next followed run", "Show the next run being followed (])", "switch_run(1)"),
     ("previous followed run", "Show the previous run being followed ([)", "switch_run(-1)"),
     ("node view", "A multi-node run's log: all nodes with a node column, or one node (v)", "node_view"),
+    ("stop following", "Stop following the run in view; the server keeps running (u)", "unfollow"),
     ("help", "The keys", "help"),
     ("quit", "Quit (running servers keep running)", "quit"),
 )
@@ -51,6 +52,9 @@ class SgtuiCommands(Provider):
             name = f"show run {session.key} on {', '.join(session.hosts)}"
             help_text = escape(f"a followed run, {session.state}")
             entries.append((name, help_text, partial(app.action_view_run, session.key), True))
+            name = f"stop following run {session.key}"
+            help_text = escape("its log is no longer followed; the server is left as it is")
+            entries.append((name, help_text, partial(app.action_unfollow, session.key), True))
         return entries
 
     async def discover(self) -> Hits:

@@ -43,7 +43,12 @@ class DeployActions:
     def refused(self, what: str) -> bool:
         """--readonly: watching someone else's run; nothing is launched, stopped or restarted."""
         if self.app.readonly:
-            self.app.notify(f"read-only (--readonly): no {what}", severity="warning", timeout=5)
+            self.app.notify(
+                f"read-only: sgtui was opened with --readonly, so no {what}; open it without --readonly "
+                "to act on runs",
+                severity="warning",
+                timeout=6,
+            )
         return self.app.readonly
 
     def ask_fit_first(self, what: str, go: Callable[[], None], replacing: bool = False) -> None:

@@ -9,7 +9,7 @@ import yaml
 
 from sgtui.core.bounded import short_repr
 from sgtui.core.errors import UserError
-from sgtui.core.yamlsafe import compose_yaml
+from sgtui.core.yamlsafe import compose_yaml, yaml_problem
 
 KEYS_FILE = "keys.yaml"
 
@@ -24,9 +24,8 @@ def load_keymap(path: Path, binding_ids: Iterable[str]) -> dict[str, str]:
     try:
         node = compose_yaml(text, str(path))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "not valid YAML"
+        line, problem = yaml_problem(exc)
+        where = f":{line}" if line is not None else ""
         raise UserError(f"{path}{where}: {problem}; write one `binding-id: key` per line") from None
     if node is None:
         return {}

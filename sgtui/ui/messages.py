@@ -24,6 +24,16 @@ class HostStateChanged(Message):
         self.detail = detail
 
 
+class MachineIdentified(Message):
+    """Which machine and login `host` reaches (host key, uid, boot id: `remote/identity.py`); None when
+    it cannot be told. Two names with one identity are shown once."""
+
+    def __init__(self, host: str, identity: str | None) -> None:
+        super().__init__()
+        self.host = host
+        self.identity = identity
+
+
 class ContainersFound(Message):
     def __init__(self, host: str, containers: list[ContainerView], error: str = "") -> None:
         super().__init__()

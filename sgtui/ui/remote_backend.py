@@ -125,7 +125,8 @@ class RemoteBackend(ServingBackend):
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
         views = [HostView(name, cfg.hostname, cfg.source) for name, cfg in self.pool.hosts.items()]
-        return views, list(self._problems)
+        notes = [cfg.match_exec_note for cfg in self.pool.hosts.values() if cfg.skipped_exec]
+        return views, [*self._problems, *notes]
 
     async def connection_states(self, host: str) -> AsyncIterator[tuple[str, str]]:
         conn = self._conn(host)
@@ -165,6 +166,16 @@ class RemoteBackend(ServingBackend):
                 yield (STATE_NAMES.get(event.state, event.state.value), detail)
         finally:
             unsubscribe()
+
+    async def machine(self, host: str) -> str | None:
+        from sgtui.remote.identity import machine_identity
+
+        return await machine_identity(self._conn(host))
+
+    def retry(self, host: str) -> None:
+        conn = self._conn(host)
+        if isinstance(conn, Connection):
+            conn.reset()
 
     async def containers(self, host: str) -> list[ContainerView]:
         found = await discover(self._conn(host))
@@ -243,7 +254,11 @@ class RemoteBackend(ServingBackend):
         argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
         keep = getattr(profile, "keep_runs", None)
         record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None), keep).launch(
-            argv, profile.env, profile_yaml=dump_profile(profile), gpus=profile.gpus or []
+            argv,
+            profile.env,
+            profile_yaml=dump_profile(profile),
+            gpus=profile.gpus or [],
+            profile_name=profile.name,
         )
         return [run_view(record, "starting", profile.name)]
 

@@ -48,7 +48,7 @@ def run_view(record: RunRecord, state: str, profile: str = "", note: str = "") -
         run_id=record.id,
         host=record.host,
         target=record.target.label,
-        profile=profile or _profile_from_argv(record.argv),
+        profile=profile or record.profile or "",  # the profile's name, never the served model's
         state=state,
         log_path=record.log_path,
         started=started or record.id[:15],
@@ -59,13 +59,6 @@ def run_view(record: RunRecord, state: str, profile: str = "", note: str = "") -
         note=note,
         raw=record,
     )
-
-
-def _profile_from_argv(argv: list[str]) -> str:
-    for flag in ("--served-model-name", "--model-path"):
-        if flag in argv and argv.index(flag) + 1 < len(argv):
-            return argv[argv.index(flag) + 1].rsplit("/", 1)[-1]
-    return ""
 
 
 def gpu_views(readings: list[GpuReading], procs: list[GpuProcess]) -> list[GpuView]:

@@ -32,6 +32,19 @@ class HostRouting(Base):
         for problem in message.problems:
             self.notify(problem, title="hosts", severity="warning", timeout=10)
         host = self.deployment.host
+        if not message.hosts:
+            from sgtui.core.paths import config_dir
+
+            hosts_yaml = config_dir() / "hosts.yaml"
+            self.notify(
+                f"no hosts configured: add a Host to ~/.ssh/config or an entry to {hosts_yaml} "
+                "(hostname, user, identity_file), or quit and run `sgtui demo` for a simulated GPU host",
+                title="hosts",
+                severity="warning",
+                timeout=30,
+            )
+        elif not host:
+            self.notify("this profile names no host: pick a host and target in the hosts tab (1)", timeout=15)
         if host and host not in self.fleet:
             self.notify(
                 f"the profile's host {host!r} is in neither ~/.ssh/config nor sgtui's hosts.yaml; "
@@ -52,7 +65,7 @@ class HostRouting(Base):
             self.ask_host_key(message.host, message.detail)
         if message.state == "key-changed":
             self.tell_key_changed(message.host, message.detail)
-            said = "HOST KEY CHANGED: see the dialog (nothing was sent)"
+            said = "HOST KEY CHANGED: Enter shows it (nothing was sent)"
             message = m.HostStateChanged(message.host, "failed", said)
         host = self.fleet.host(message.host)
         before = host.set_state(message.state, message.detail)
@@ -99,6 +112,14 @@ class HostRouting(Base):
                 self.controller.list_runs(host, c)
         if host == self.deployment.host and self.deployment.target is not None:
             self.relist(host)
+
+    def on_machine_identified(self, message: m.MachineIdentified) -> None:
+        """A name's machine is known: a second name for one machine already shown joins its row."""
+        if not self.is_running:
+            return
+        self.fleet.identify(message.host, message.identity)
+        self.fleet_pane.refresh_fleet()
+        self.draw_runs()
 
     def on_containers_found(self, message: m.ContainersFound) -> None:
         if not self.is_running:

@@ -22,6 +22,9 @@ else:
     Base = object
 
 
+STOP_SAID_S = 5.0  # how long a stop's last word stays on the log's status line
+
+
 class RunRouting(Base):
     # runs ------------------------------------------------------------------------------------------------
     def state_of(self, run: RunView) -> str:
@@ -30,6 +33,8 @@ class RunRouting(Base):
         session = self.followed.get(run.run_id)
         if session is not None and session.alive and run.state in ("running", "starting"):
             return session.state
+        if session is not None and session.state == "stopped" and run.state in ("failed", "exited", "dead"):
+            return "stopped"  # sgtui stopped it: a SIGTERM'd server's exit code is no failure of its own
         return run.state
 
     def on_runs_listed(self, message: m.RunsListed) -> None:
@@ -207,9 +212,14 @@ class RunRouting(Base):
             self.log_pane.draw_status(message.text)
         if session is not None and message.done and message.ok:
             session.set_state("stopped")
-        if message.done:
+        if message.done:  # said for a moment (and in a notification), then the view's own state again
+            self.set_timer(STOP_SAID_S, lambda: self._stop_said(message.text))
             self.notify(message.text, severity="information" if message.ok else "error", timeout=8)
             self.draw_status()
+
+    def _stop_said(self, text: str) -> None:
+        if self.is_running and self.log_pane.column.extra == text:
+            self.log_pane.draw_status()
 
     def on_preflight_checked(self, message: m.PreflightChecked) -> None:
         self.deploy.gate.checked(message.seq, message.checks)

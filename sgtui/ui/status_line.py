@@ -56,7 +56,7 @@ def run_silence(host: Any, session: RunSession | None, now: float) -> float | No
 
 
 def runs_silence(app: SgtuiApp, runs: list[RunView], now: float) -> dict[str, float]:
-    """Row key ("id" or "id:rank") -> how long each live run's health has gone unconfirmed, for the runs
+    """Row key (`RunView.row_key`) -> how long each live run's health has gone unconfirmed, for the runs
     that `run_silence` marks stale."""
     out: dict[str, float] = {}
     for run in runs:
@@ -64,7 +64,7 @@ def runs_silence(app: SgtuiApp, runs: list[RunView], now: float) -> dict[str, fl
             continue
         age = run_silence(app.fleet.host(run.host), app.followed.get(run.run_id), now)
         if age is not None:
-            out[run.run_id if run.node_rank is None else f"{run.run_id}:{run.node_rank}"] = age
+            out[run.row_key] = age
     return out
 
 

@@ -81,6 +81,13 @@ class RunView:
     rate: str = ""  # a ready followed run's generation rate ("312 tok/s"), from its serving numbers
     raw: Any = field(default=None, compare=False, repr=False)  # the lower layer's record, passed back
 
+    @property
+    def row_key(self) -> str:
+        """Host, target and run id (and node): one id may be listed by two names of one machine, or by
+        two machines sharing a home dir; the runs table and its stale ages need one key per row."""
+        node = "" if self.node_rank is None else f":{self.node_rank}"
+        return f"{self.host}\x00{self.target}\x00{self.run_id}{node}"
+
 
 @dataclass(frozen=True)
 class Milestone:

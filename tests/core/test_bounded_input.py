@@ -109,3 +109,37 @@ def test_a_huge_bad_value_in_a_profile_is_quoted_short() -> None:
         parse_profile(text, "p.yaml")
     assert all(len(p.message) < 200 for p in err.value.problems)
     assert any("is not an absolute path" in p.message for p in err.value.problems)
+
+
+PROFILE_TEXT = (Path(__file__).resolve().parents[2] / "profiles" / "qwen36-27b-2xa6000.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ("port: 30000", "port: " + "9" * 5000, ":28: --port: cannot read this value: an integer of 5,000"),
+        ("gpus: [0, 1]", "gpus: [0, " + "1" * 5000 + "]", ":14: gpus: cannot read this value: an integer of"),
+        ("gpus: [0, 1]", "gpus: " + "[" * 3000 + "]" * 3000, ":14: nested more than 64 levels deep"),
+        (
+            "  kind: pct",
+            "\tkind: pct",
+            ":8: tabs are not allowed for indentation in YAML; indent with spaces",
+        ),
+    ],
+)
+def test_a_hostile_profile_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, said: str
+) -> None:
+    """Python refuses to convert a 5,000-digit integer (ValueError) and PyYAML's composer recurses (a
+    RecursionError past ~330 levels): both were tracebacks; a tab was PyYAML's scanner text."""
+    path = tmp_path / "p.yaml"
+    path.write_text(PROFILE_TEXT.replace(old, new, 1))
+    rc = main(["launch", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err[-500:]
+    assert f"p.yaml{said}" in err
+
+
+def test_json_with_a_5000_digit_integer_is_one_line() -> None:
+    with pytest.raises(BoundedInputError, match=r"x.json, line 1: an integer of 5,000 digits"):
+        load_json('{"a": ' + "7" * 5000 + "}", "x.json")

@@ -74,8 +74,25 @@ def test_every_problem_in_hosts_yaml_is_reported_with_its_line(tmp_path: Path) -
 def test_broken_yaml_names_the_file(tmp_path: Path) -> None:
     yml = tmp_path / "hosts.yaml"
     yml.write_text("a: [\n")
-    with pytest.raises(HostsFileError, match=r"hosts\.yaml: not valid YAML"):
+    with pytest.raises(HostsFileError, match=r"hosts\.yaml:2: YAML syntax error"):
         load_hosts(False, yml)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("gpu1:\n  port: " + "9" * 5000 + "\n", "hosts.yaml:2: an integer of 5,000 digits"),
+        ("gpu1:\n  identity_file: " + "[" * 3000 + "]" * 3000 + "\n", "nested more than 64 levels deep"),
+        ("gpu1:\n\thostname: x\n", "hosts.yaml:2: tabs are not allowed for indentation in YAML"),
+    ],
+)
+def test_hostile_hosts_yaml_is_one_line_naming_the_line(tmp_path: Path, text: str, said: str) -> None:
+    """A 5,000-digit number, 3,000 nested lists, a tab: one clear line, never a traceback."""
+    yml = tmp_path / "hosts.yaml"
+    yml.write_text(text)
+    with pytest.raises(HostsFileError) as err:
+        load_hosts(False, yml)
+    assert said in str(err.value) and "\n" not in str(err.value)
 
 
 def test_jump_specs_parse() -> None:
@@ -101,3 +118,21 @@ def test_a_host_may_name_its_own_runs_dir_and_a_bad_one_is_reported_with_the_oth
         load_hosts(ssh_config=False, hosts_yaml=hosts)
     assert "hosts.yaml:1: host 'gpu1': runs_dir must be an absolute path" in str(err.value)
     assert "port must be" in str(err.value)
+
+
+def test_reading_the_ssh_config_never_runs_a_match_exec_command(tmp_path: Path) -> None:
+    """OpenSSH runs `Match exec` only when connecting; reading the config (every sgtui command, the
+    TUI's host list) must run nothing. The condition is taken as false and the host says so."""
+    ran = tmp_path / "ran"
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        "Host gpu1\n  HostName 10.0.0.5\n"
+        f'Match originalhost gpu1 exec "touch {ran}"\n  User fromexec\n'
+        "Host plain\n  HostName 10.0.0.6\n"
+    )
+    hosts = load_hosts(cfg, hosts_yaml=False)
+    assert not ran.exists()
+    assert hosts["gpu1"].user is None and hosts["gpu1"].skipped_exec == (f"touch {ran}",)
+    note = hosts["gpu1"].match_exec_note
+    assert "does not run `Match exec`" in note and f"`touch {ran}`" in note and "hosts.yaml" in note
+    assert hosts["plain"].skipped_exec == ()  # the Match is not for plain

@@ -379,3 +379,18 @@ async def test_a_launch_too_big_for_one_command_line_still_checks_and_starts(
     run = await manager.launch([sys.executable, "-m", "json.tool", "--help"], None, profile)
     assert Path(run.run_dir, "profile.yaml").read_text() == profile
     assert [r.id for r in await manager.list_runs()] == [run.id]
+
+
+async def test_the_runs_list_names_the_profile_a_run_was_launched_from_not_the_served_model(
+    manager: RunManager, fake_server: Path
+) -> None:
+    """The runs tab's "profile" column showed `--served-model-name`; the launch now records the profile's
+    name and the listing reads it back."""
+    from sgtui.ui.remote_views import run_view
+
+    await manager.launch(
+        [str(fake_server), "--served-model-name", "qwen3.6-27b"], profile_name="qwen36-27b-2xa6000"
+    )
+    [listed] = await manager.list_runs()
+    assert listed.profile == "qwen36-27b-2xa6000"
+    assert run_view(listed, "running").profile == "qwen36-27b-2xa6000"

@@ -183,3 +183,44 @@ async def test_a_password_typed_once_is_reused_when_the_connection_comes_back(tm
             assert asked == [f"password for {user}@{server.host}"]
     finally:
         subprocess.run(["userdel", user], capture_output=True, check=False)
+
+
+async def test_a_first_seen_key_accepted_for_a_host_key_alias_is_found_on_the_next_connect(
+    sshd: SshdServer, tmp_path: Path, _config_dir: Path
+) -> None:
+    """ "Yes" records the key under the alias, the name it is looked up by: recorded under the address,
+    the question came back every 10 s and the host never connected."""
+    from sgtui.remote.connection import accept_host_key
+
+    host = HostConfig("gpu", sshd.host, sshd.port, user="root", host_key_alias="gpu-box-alias")
+    conn = _connect(host, sshd)
+    try:
+        with pytest.raises(HostKeyError) as err:
+            await conn.connect()
+        assert not err.value.changed and err.value.key is not None
+        path = accept_host_key(host, err.value.key)
+        assert path.read_text().startswith(f"gpu-box-alias {_public(sshd).split()[0]} ")
+        conn.reset()
+        assert (await conn.run("echo ok")).stdout.splitlines()[-1] == "ok"
+    finally:
+        await conn.close()
+
+
+async def test_too_many_keys_offered_is_an_authentication_failure_saying_what_to_do(tmp_path: Path) -> None:
+    """sshd hangs up after MaxAuthTries keys ("Too many authentication failures"): that read "cannot
+    reach ...; check that the host is up". It is the login that failed, and IdentitiesOnly is the cure."""
+    with start_sshd(tmp_path / "sshd", env_path=SYSTEM_PATH, extra_config="MaxAuthTries 2\n") as server:
+        known = tmp_path / "known"
+        known.write_text(server.known_hosts_line() + "\n")
+        host = HostConfig("gpu", server.host, server.port, user="root", known_hosts=(str(known),))
+        many = [asyncssh.generate_private_key("ssh-ed25519") for _ in range(4)]
+        conn = Connection(host, client_keys=many, agent_path=None, user_known_hosts=None)
+        events: list[ConnState] = []
+        conn.subscribe(lambda e: events.append(e.state))
+        with pytest.raises(AuthError) as err:
+            await conn.connect()
+        await conn.close()
+    said = str(err.value)
+    assert said.startswith("gpu: authentication failed as root (Too many authentication failures)")
+    assert "IdentitiesOnly yes" in said and "identity_file" in said and "cannot reach" not in said
+    assert ConnState.AUTH_FAILED in events and ConnState.UNREACHABLE not in events

@@ -69,6 +69,8 @@ class FakeBackend:
     password_prompt: Any = None
     key_answers: list[tuple[str, bool]] = field(default_factory=list)
     closed: bool = False
+    retried: list[str] = field(default_factory=list)
+    machines: dict[str, str | None] = field(default_factory=dict)  # host -> its identity; default: its own
     checks: list[Any] = field(default_factory=list)  # what preflight_checks answers (core.preflight.Check)
     checked: list[Any] = field(default_factory=list)  # the profiles the checks were asked for
     _state_queue: asyncio.Queue[tuple[str, str]] | None = None
@@ -90,6 +92,9 @@ class FakeBackend:
     def push_state(self, state: str, detail: str = "") -> None:
         assert self._state_queue is not None
         self._state_queue.put_nowait((state, detail))
+
+    async def machine(self, host: str) -> str | None:
+        return self.machines.get(host, f"machine of {host}")
 
     async def containers(self, host: str) -> list[ContainerView]:
         return [
@@ -175,6 +180,9 @@ class FakeBackend:
 
     def trust_host_key(self, host: str, trusted: bool) -> None:
         self.key_answers.append((host, trusted))
+
+    def retry(self, host: str) -> None:
+        self.retried.append(host)
 
     async def close(self) -> None:
         self.closed = True

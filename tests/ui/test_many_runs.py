@@ -53,7 +53,8 @@ async def test_two_runs_are_followed_and_the_one_out_of_view_announces_ready_onc
         table = app.query_one(RunsTable)
         await wait_for(pilot, lambda: table.marks.get("run-7") == "changed", what="run-7's row marked")
         assert table.marks["run-8"] == "view"
-        assert str(table.get_row("run-7")[0]) == "!"
+        seven = next(r for r in table.runs if r.run_id == "run-7")
+        assert str(table.get_row(seven.row_key)[0]) == "!"
         # the one in view keeps its own log and diagnosis
         await wait_for(
             pilot, lambda: app.query_one(LogView).line_count == len(failing_log()), what="all of it"

@@ -134,6 +134,9 @@ async def test_readonly_launches_stops_and_restarts_nothing(profile: Profile) ->
         await pilot.pause(0.2)
         assert backend.launched == [] and backend.stopped == []
         assert "read-only" in status(app)
+        # each key says why it did nothing (a disabled binding said nothing at all)
+        said = [n.message for n in app._notifications if n.message.startswith("read-only: ")]
+        assert [m.split(", so no ")[1].split(";")[0] for m in said] == ["launch", "restart", "stop"]
 
 
 async def test_quitting_with_unsaved_flag_edits_asks_and_defaults_to_no(profile: Profile) -> None:

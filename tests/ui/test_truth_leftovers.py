@@ -52,9 +52,10 @@ def fleet_row(app: SgtuiApp, host: str) -> str:
     return next(n.label.plain for n in pane.tree.root.children if n.data is not None and n.data.host == host)
 
 
-def runs_row(app: SgtuiApp, key: str) -> list[Text]:
+def runs_row(app: SgtuiApp, run_id: str) -> list[Text]:
     table = app.main.query_one(RunsTable)
-    return list(table.get_row(key))  # type: ignore[arg-type]
+    run = next(r for r in table.runs if r.run_id == run_id)
+    return list(table.get_row(run.row_key))  # type: ignore[arg-type]
 
 
 def dim(text: Text) -> bool:

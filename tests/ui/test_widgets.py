@@ -18,7 +18,7 @@ from sgtui.ui.screens.gpu_detail import LEGEND_COLS, GpuChart, GpuDetailScreen, 
 from sgtui.ui.session.gpu_history import GpuHistory
 from sgtui.ui.session.startup import StartupTracker
 from sgtui.ui.views import DiagnosisView, GpuView, Milestone, SuggestionView, TimelineView
-from sgtui.ui.widgets.diagnosis import diagnosis_text, first_applicable, without_first
+from sgtui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_text, first_applicable
 from sgtui.ui.widgets.fit_panel import fit_text
 from sgtui.ui.widgets.gpu_sparkline import BARS, bar_for, sparkline_text
 from sgtui.ui.widgets.launch_form import FlagInfo, parse_value
@@ -275,9 +275,33 @@ def test_only_flag_suggestions_with_a_value_are_applied_by_a_key() -> None:
     )
     assert first_applicable([diag]) == diag.suggestions[1]
     assert "--max-running-requests 8  [a] apply" in diagnosis_text([diag]).plain
-    rest = without_first([diag])
-    assert first_applicable(rest) is None
-    assert rest[0].suggestions == (diag.suggestions[0],)
+
+
+async def test_once_a_fix_is_applied_the_failed_runs_diagnosis_offers_no_second_one_to_stack() -> None:
+    """After `a`, the panel moved on to the next suggestion (made for the flags the run failed with):
+    pressing `a` again stacked two remedies for one shortfall. Now it says applied, and offers none."""
+    diag = DiagnosisView(
+        "Not enough memory",
+        "why",
+        (
+            SuggestionView("--max-running-requests", "8", "8 concurrent requests reserve less"),
+            SuggestionView("--mem-fraction-static", "0.9", "more for the pool"),
+        ),
+    )
+    panel = DiagnosisPanel()
+    async with App().run_test() as pilot:
+        await pilot.app.mount(panel)
+        panel.show([diag])
+        assert panel.first_suggestion == diag.suggestions[0]
+        panel.consume_first()
+        assert panel.first_suggestion is None
+        text = diagnosis_text([diag], applied=panel.applied).plain
+        assert "--max-running-requests 8  ✓ applied: r restarts with it" in text and "[a] apply" not in text
+        panel.show([diag])  # the same diagnosis redrawn (a new log line): still applied
+        assert panel.first_suggestion is None
+    lines = diagnosis_text([diag]).plain.splitlines()
+    assert lines[1] == "→ --max-running-requests 8  [a] apply"  # no stray "8" after the value:
+    assert lines[2] == "  8 concurrent requests reserve less"  # the why begins on its own line
 
 
 def test_the_fix_a_applies_comes_right_under_the_title_before_the_long_why() -> None:
@@ -291,9 +315,10 @@ def test_the_fix_a_applies_comes_right_under_the_title_before_the_long_why() -> 
     )
     lines = diagnosis_text([diag]).plain.splitlines()
     assert lines[0] == "✗ Not enough GPU memory for the KV cache"
-    assert lines[1].startswith("→ --max-running-requests 8  [a] apply")
-    assert lines[2].startswith("SGLang had no memory left")
-    assert lines[3] == "→ --tp-size  more GPUs"
+    assert lines[1] == "→ --max-running-requests 8  [a] apply"
+    assert lines[2] == "  fewer requests reserve less state"
+    assert lines[3].startswith("SGLang had no memory left")
+    assert lines[4:6] == ["→ --tp-size", "  more GPUs"]
 
 
 def test_terminals_without_truecolor_get_the_ansi_theme() -> None:

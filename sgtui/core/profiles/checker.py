@@ -8,7 +8,7 @@ import yaml
 
 from sgtui.core.bounded import BoundedInputError
 from sgtui.core.profiles.model import Problem
-from sgtui.core.yamlsafe import yaml_loader
+from sgtui.core.yamlsafe import yaml_loader, yaml_problem
 
 
 class Checker:
@@ -31,14 +31,9 @@ def compose(text: str, checker: Checker) -> tuple[yaml.SafeLoader, yaml.Node | N
         return yaml.SafeLoader(""), None
     try:
         node = loader.get_single_node()
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark is not None else None
-        what = "; ".join(x for x in (err.context, err.problem) if x)
-        checker.problems.append(Problem(checker.file, line, None, f"YAML syntax error: {what}"))
-        return loader, None
     except yaml.YAMLError as err:
-        checker.problems.append(Problem(checker.file, None, None, f"YAML syntax error: {err}"))
+        line, what = yaml_problem(err)
+        checker.problems.append(Problem(checker.file, line, None, what))
         return loader, None
     return loader, node
 
@@ -47,7 +42,8 @@ def construct(loader: yaml.SafeLoader, node: yaml.Node, checker: Checker, where:
     try:
         return True, loader.construct_object(node, deep=True)
     except yaml.YAMLError as err:
-        checker.add(node, where, f"cannot read this value: {err}")
+        line, what = yaml_problem(err)
+        checker.problems.append(Problem(checker.file, line, where, f"cannot read this value: {what}"))
         return False, None
 
 

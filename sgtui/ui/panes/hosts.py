@@ -134,6 +134,8 @@ def host_label(
     elif host.detail:  # why it is not connected, in one line
         text.append(" ")
         text.append(Text(host.detail.splitlines()[0], style="dim"))
+    if host.also:  # other configured names reaching this same machine and login: one row for them all
+        text.append(f"  also reachable as {', '.join(host.also)}", style="dim")
     return text
 
 
@@ -197,7 +199,7 @@ class FleetPane(Vertical):
             needle,
             tuple(
                 (n, h.containers_error, tuple(h.containers), h.state == "connected")
-                for n, h in self.hosts.items()
+                for n, h in self.fleet.shown().items()
             ),
         )
         if shape != self._shape:
@@ -224,11 +226,11 @@ class FleetPane(Vertical):
         self._host_nodes = {}
         target_line = None
         width = self._name_width()
-        for name, host in self.hosts.items():
+        for name, host in self.fleet.shown().items():
             kids = [
                 c for c in host.containers if matches(needle, name, c.label, c.status, c.name, host.address)
             ]
-            if not kids and not matches(needle, name, host.address, host.source):
+            if not kids and not matches(needle, name, host.address, host.source, *host.also):
                 continue
             label = self._label(name, width)
             unfold = name in self.unfolded or bool(needle and kids)

@@ -65,6 +65,7 @@ class LogPane(Horizontal):
         log = self.log
         log.reset()
         column = self.column
+        column.extra = ""  # another run's stop progress is not this one's state
         if session is None:
             column.set_path("")
             self.query_one(Timeline).show(TimelineView())
@@ -108,7 +109,8 @@ class LogPane(Horizontal):
         panel.show(session.diagnoses if session is not None else [], session.note if session else "")
         if session is not None and (session.diagnoses or session.note):
             side = self.query_one("#side", VerticalScroll)
-            self.call_after_refresh(side.scroll_to_widget, panel, top=True)
+            # no animation: a timeline line landing mid-animation left the headline scrolled away
+            self.call_after_refresh(side.scroll_to_widget, panel, top=True, animate=False)
             return True
         return False
 

@@ -30,7 +30,7 @@ NOTE_CHARS = 60  # of the host's note in the state cell; the side panel and `sgt
 
 
 def row_key(run: RunView) -> str:
-    return run.run_id if run.node_rank is None else f"{run.run_id}:{run.node_rank}"
+    return run.row_key
 
 
 def state_cell(run: RunView, silence: float | None = None) -> Text:

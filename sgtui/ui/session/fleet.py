@@ -39,6 +39,9 @@ class HostModel:
     runs_by_target: dict[str, list[RunView]] = field(default_factory=dict)
     runs_error: str = ""
     ages: Ages = field(default_factory=Ages)
+    machine: str | None = None  # which machine and login it reaches (`remote/identity.py`), once read
+    same_as: str | None = None  # an earlier name reaching the same machine: its rows are shown there
+    also: list[str] = field(default_factory=list)  # the later names reaching this same machine
     history: GpuHistory = field(default_factory=lambda: GpuHistory(maxlen=HOST_SAMPLES))  # its own only
 
     def set_state(self, state: str, detail: str = "") -> str:
@@ -122,9 +125,39 @@ class FleetState:
     def states(self) -> dict[str, str]:
         return {name: h.state for name, h in self.hosts.items()}
 
+    def identify(self, name: str, machine: str | None) -> None:
+        """`name` reaches `machine` (None: cannot tell). The first configured name of each machine is its
+        row; the later ones are `also` reachable names of it, and their listings are not shown twice."""
+        self.host(name).machine = machine
+        first: dict[str, HostModel] = {}
+        for host in self.hosts.values():
+            host.same_as, host.also = None, []
+        for host in self.hosts.values():
+            if host.machine is None:
+                continue
+            primary = first.setdefault(host.machine, host)
+            if primary is not host:
+                host.same_as = primary.name
+                primary.also.append(host.name)
+
+    def shown(self) -> dict[str, HostModel]:
+        """The hosts with a row of their own: a second name for a machine already shown is not one."""
+        return {name: h for name, h in self.hosts.items() if h.same_as is None}
+
     def all_runs(self) -> list[RunView]:
-        """Every run on every connected target, host by host."""
-        return [run for h in self.hosts.values() for run in h.runs]
+        """Every run on every connected target, host by host; a run listed under two names of one machine
+        once, under the first name that listed it (each name may list a target the other did not)."""
+        seen: set[tuple[str, str, str, int | None]] = set()
+        runs = []
+        for h in self.hosts.values():
+            for run in h.runs:
+                named = self.hosts.get(run.host)
+                place = (named.same_as if named is not None else None) or run.host
+                key = (place, run.target, run.run_id, run.node_rank)
+                if key not in seen:
+                    seen.add(key)
+                    runs.append(run)  # under the name it was listed by: its actions go through that link
+        return runs
 
     def run_health(self, host: str, state_of: Callable[[RunView], str]) -> tuple[int, str | None]:
         """How many runs are alive on `host`, and the worst health among them and the newest run of each

@@ -64,6 +64,7 @@ class Controller:
                     held = False
                 self.post(m.HostStateChanged(host, state, detail))
                 if state == "connected":
+                    self._worker(self._identify(host), "discover", f"machine:{host}")
                     self.discover(host)
                     if first:
                         self._worker(self._gpus(host), "gpu", f"gpu:{host}")
@@ -71,6 +72,14 @@ class Controller:
         finally:
             if held:
                 self._connecting.release()
+
+    async def _identify(self, host: str) -> None:
+        """Once per connect: which machine the name reaches (a reconnect may land on another one)."""
+        try:
+            identity = await self.backend.machine(host)
+        except Exception:
+            identity = None
+        self.post(m.MachineIdentified(host, identity))
 
     def discover(self, host: str) -> None:
         self._worker(self._discover(host), "discover", f"discover:{host}")
