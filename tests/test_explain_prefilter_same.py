@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sgtui.cli import main
 from sgtui.core.logs import prefilter
@@ -47,6 +49,13 @@ def test_every_line_of_every_real_log_gets_the_chains_answer() -> None:
     assert len(lines) > 1000
     differ = [line for line in lines if prefilter._ANY_ANCHOR(line) != prefilter.any_anchor_chain(line)]
     assert differ == []
+
+
+@given(st.lists(st.one_of(st.sampled_from(prefilter.ANCHORS), st.text(max_size=8)), max_size=8))
+def test_any_text_gets_the_chains_answer(pieces: list[str]) -> None:
+    """Anchors cut by, glued to or overlapping any text (astral characters, surrogates, controls)."""
+    text = "".join(pieces)
+    assert prefilter._ANY_ANCHOR(text) == prefilter.any_anchor_chain(text)
 
 
 def test_explain_json_of_every_real_log_is_byte_identical(
