@@ -11,9 +11,9 @@ Shapes:
 
 Each shape is timed as `grep -c error FILE` (a search a user would run; GNU grep's `grep -c ''` only counts
 newlines and is no baseline) and as `sgtui explain FILE --json` (a fresh interpreter each, best of 3
-wall-clock; peak RSS is the explain process's VmHWM). `--profile` also prints cProfile's top functions of
-one in-process `classify_file` per shape; `--per-line` prints the classifier's CPU time a line
-(`time.process_time`, best of 3, 100,000 lines) for lines no rule reads.
+wall-clock and best of 3 CPU, user + system; peak RSS is the explain process's VmHWM). `--profile` also
+prints cProfile's top functions of one in-process `classify_file` per shape; `--per-line` prints the
+classifier's CPU time a line (`time.process_time`, best of 3, 100,000 lines) for lines no rule reads.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import resource
 import subprocess
 import sys
 import time
@@ -57,13 +58,18 @@ def write_startup(path: Path, total: int) -> None:
             written += len(piece)
 
 
-def best_of(argv: list[str], runs: int = 3) -> float:
-    times = []
+def best_of(argv: list[str], runs: int = 3) -> tuple[float, float]:
+    """(wall, CPU) seconds, each the best of `runs`: CPU is user + system of the child (on a loaded shared
+    box the wall time mostly measures the other processes)."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, check=False, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return min(times)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return min(walls), min(cpus)
 
 
 _PEAK = (
@@ -128,16 +134,19 @@ def main() -> None:
         per_line_cpu()
         return
     explain = [sys.executable, "-m", "sgtui.cli", "explain"]
-    print("| shape | lines | `grep -c error` | `sgtui explain --json` | ratio | peak RSS |")
+    print(
+        "| shape | lines | `grep -c error` wall / CPU | `sgtui explain --json` wall / CPU | ratio (CPU) "
+        "| peak RSS |"
+    )
     print("|---|---|---|---|---|---|")
     for shape, writer in (("serving", write_serving), ("startup", write_startup)):
         path = Path(args.dir) / f"bench-explain-{shape}-{args.lines}.log"
         writer(path, args.lines)
-        grep = best_of(["grep", "-c", "error", str(path)])
-        ours = best_of([*explain, str(path), "--json"])
+        grep_wall, grep_cpu = best_of(["grep", "-c", "error", str(path)])
+        wall, cpu = best_of([*explain, str(path), "--json"])
         print(
-            f"| {shape} | {args.lines:,} | {grep:.2f} s | {ours:.2f} s | {ours / grep:.1f}x | "
-            f"{peak_mib(path)} MiB |"
+            f"| {shape} | {args.lines:,} | {grep_wall:.2f} / {grep_cpu:.2f} s | {wall:.2f} / {cpu:.2f} s | "
+            f"{cpu / max(grep_cpu, 0.01):.0f}x | {peak_mib(path)} MiB |"
         )
         if args.profile:
             profile(path)

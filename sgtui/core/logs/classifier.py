@@ -215,11 +215,17 @@ class LogClassifier:
         self._record(raw, n, events)
 
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
-        if line[:1] == "[" and line[11:12] != "T" and line[1:5] != "pod/":
-            cloud_time = None  # SGLang's own `[date time TPn]` prefix: no collector in front of it
+        first = line[:1]
+        if first == " " or not first:
+            # a traceback's frame or source line, an indented continuation: neither a collector's prefix
+            # nor SGLang's (what peel_collectors and split_prefix return for it, without the two calls)
+            cloud_time, time, ranks, body = None, None, (), line
         else:
-            cloud_time, line = peel_collectors(line)
-        time, ranks, body = split_prefix(line)
+            if first == "[" and line[11:12] != "T" and line[1:5] != "pod/":
+                cloud_time = None  # SGLang's own `[date time TPn]` prefix: no collector in front of it
+            else:
+                cloud_time, line = peel_collectors(line)
+            time, ranks, body = split_prefix(line)
         if self.args is not None and not self.args.add(body, time, ranks, cloud_time):
             self._close_args(events)
         elif self.args is not None:

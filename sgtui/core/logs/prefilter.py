@@ -6,8 +6,11 @@ and traceback checks needs is covered by one ANCHOR below (a needle or a shorter
 there needs its anchor here (tests/core/test_logs_prefilter.py checks the rules' needles against it). An
 exception's own line outside a traceback is found by its shape (`pkg.mod.Name: message`).
 
-Python's `re` tries every alternative at every position (slower than the rules it would spare), so the test is
-a chain of `in` checks, generated once from ANCHORS.
+The test is one pass of an Aho-Corasick automaton over the line (pyahocorasick, C): it stops at the first
+anchor found, so its cost is the line's length, not length x anchors. Measured on the startup corpus of
+bench/bench_explain_shapes.py: 1.4 us a line against 4.0 us for the chain of `in` checks it replaced (Python's
+`re` alternation was 25-28 us: it tries every alternative at every position). The chain stays as
+`any_anchor_chain`: the fallback where pyahocorasick is not installed, and the tests compare with it.
 """
 
 from __future__ import annotations
@@ -108,7 +111,30 @@ def _chain(anchors: tuple[str, ...]) -> Callable[[str], bool]:
     return eval(source)
 
 
-_ANY_ANCHOR = _chain(ANCHORS)
+any_anchor_chain = _chain(ANCHORS)
+
+
+def _automaton(anchors: tuple[str, ...]) -> Callable[[str], bool] | None:
+    """`body -> any anchor in body` as one Aho-Corasick pass, or None without pyahocorasick."""
+    try:
+        import ahocorasick
+    except ImportError:  # pragma: no cover - a dependency; the chain gives the same answers, slower
+        return None
+    automaton = ahocorasick.Automaton()
+    for anchor in anchors:
+        automaton.add_word(anchor, anchor)
+    automaton.make_automaton()
+    scan = automaton.iter
+
+    def any_anchor(body: str) -> bool:
+        for _ in scan(body):
+            return True
+        return False
+
+    return any_anchor
+
+
+_ANY_ANCHOR = _automaton(ANCHORS) or any_anchor_chain
 
 
 def may_matter(body: str, first: str) -> bool:
