@@ -156,7 +156,9 @@ def test_a_failed_node_is_diagnosed_with_the_first_fix_its_preflight_offered() -
     first = report.first_fix()
     assert first is not None and first.verdict == "fits"
     nodes = SimpleNamespace(
-        profile=SimpleNamespace(spec=SimpleNamespace(tp_size=2)), node=lambda rank: SimpleNamespace(host="b")
+        profile=SimpleNamespace(spec=SimpleNamespace(tp_size=2), name="multinode-demo"),
+        node=lambda rank: SimpleNamespace(host="b"),
+        manager_for=lambda record: SimpleNamespace(conn=None),
     )
     record = SimpleNamespace(node_rank=1, host="b", log_path="/runs/1.log")
     out = io.StringIO()
