@@ -177,3 +177,15 @@ async def test_the_watch_says_what_happened_to_a_container_that_took_the_run_wit
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert watch.exited and events[0]["event"] == "note"
     assert events[0]["message"] == "its container sglang was removed"
+
+
+def test_a_0_5_11_profile_is_started_with_sglang_serve_and_the_stand_in_accepts_it(tmp_path: Path) -> None:
+    """0.5.10 onwards prefer `sglang serve` (core/sglang/entrypoint.py); the sim's 0.5.11 venv has the
+    `sglang` console script, and its `serve` reaches ready like `-m sglang.launch_server` does."""
+    with running_sim_host(tmp_path) as host:
+        host.profile("qwen36-27b-2xa6000-0511.yaml", server_port=free_port())
+        result = sgtui("launch", "qwen36-27b-2xa6000-0511", "--watch", "--json-events", config_dir=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0]["run"]["argv"][:2] == ["/opt/sglang-0.5.11/venv/bin/sglang", "serve"]
+    assert events[-1]["event"] == "ready"

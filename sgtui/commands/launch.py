@@ -179,7 +179,7 @@ async def launch(
     conn = pool.get(host_name)
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
     manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
-    argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
+    argv = profile.command
     try:
         record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
         printer.emit(

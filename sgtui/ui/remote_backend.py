@@ -250,7 +250,7 @@ class RemoteBackend:
         if getattr(profile, "nodes", None):
             return await self._launch_nodes(profile, dump_profile(profile))
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-        argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
+        argv = profile.command
         record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None)).launch(
             argv, profile.env, profile_yaml=dump_profile(profile), gpus=profile.gpus or []
         )

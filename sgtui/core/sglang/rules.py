@@ -90,5 +90,10 @@ class Rules:
     mamba_requests_floor_one: bool = False  # max(1, mrr // dp) where K comes from max_running_requests
     conv_window_dedup: bool = False  # intermediate conv window (D + kernel - 2) at topk <= 1
     strategy_flag: str = "--mamba-scheduler-strategy"
+    # --- how the server is started (sglang/launch_server.py, sglang/cli/main.py) ---
+    serve_cli: bool = False  # the `sglang` console script with its `serve` subcommand exists
+    # the form this release prefers: "module" (`python -m sglang.launch_server`) or "serve" (`sglang serve`,
+    # once the module form warns "still supported, but 'sglang serve' is the recommended entrypoint")
+    launch_form: str = "module"
     # --- ROCm ---
     aiter_long_context_shrink: bool = False  # aiter backend and context > 8192: x0.85, a set value too
