@@ -159,7 +159,7 @@ class RealHost:
             "sglang_version": VERSION,
             "runs_dir": str(self.runs_dir),
             "env": self.env.server_env() if env is None else env,
-            "sglang": flags,
+            "sglang": {k: v for k, v in flags.items() if v is not None},  # None: leave the flag out
         }
         path = self.config_dir / "profiles" / f"{name}.yaml"
         path.parent.mkdir(exist_ok=True)

@@ -9,8 +9,9 @@ issue 16 asks for where the fix lives on another branch (named in the reason).
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,64 +45,65 @@ class Failed:
         return [s for e in self.launch.events if e.get("event") == "diagnosis" for s in e["suggestions"]]
 
 
-def _cpu(host: RealHost, model: str | None = None, **extra: Any) -> Callable[[str, int], Any]:
-    return lambda name, port: host.profile(name, port, model=model, extra=extra or None)
+class FailureCases:
+    """case name -> its launch, made on first use and kept; what was left of it is KILLed at once."""
+
+    def __init__(self, host: RealHost) -> None:
+        self.host = host
+        self.seen: dict[str, Failed] = {}
+
+    def profile(self, name: str, port: int) -> Path:
+        host, env = self.host, self.host.env
+        if name == "no-accelerator":  # no --device cpu, no CPU engine: SGLang looks for a GPU
+            return host.profile(name, port, extra={"device": None}, env=env.server_env(cpu_engine=False))
+        if name == "cpu-engine-no-stub":
+            return host.profile(name, port, env=env.server_env(stub=False))
+        if name == "model-folder-missing":
+            return host.profile(name, port, model="/models/does-not-exist")
+        if name == "hub-id-offline":
+            return host.profile(name, port, model="sgtui-test/no-such-model")
+        if name == "mem-fraction-too-small":
+            return host.profile(name, port, extra={"mem-fraction-static": 0.0001})
+        return host.profile(name, port)
+
+    def __call__(self, name: str) -> Failed:
+        if name not in self.seen:
+            port = free_port()
+            holder = None
+            if name == "port-in-use":
+                holder = socket.socket()
+                holder.bind(("127.0.0.1", port))
+                holder.listen(1)
+            try:
+                launch = self.host.launch(self.profile(name, port))
+                self.seen[name] = Failed(launch, run_pids(launch.run_id) if launch.events else [])
+            finally:
+                self.host.kill_everything()
+                if holder is not None:
+                    holder.close()
+        return self.seen[name]
 
 
 @pytest.fixture(scope="module")
-def cases(real_env: RealEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Failed]]:
-    """case name -> its launch (made on first use, then kept)."""
-    seen: dict[str, Failed] = {}
+def cases(real_env: RealEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailureCases]:
     for host in real_host_at(tmp_path_factory.mktemp("failures"), real_env):
-        env = real_env
-
-        def profiles(name: str, port: int) -> Any:
-            if name == "no-accelerator":  # no --device cpu, no CPU engine: SGLang looks for a GPU
-                return host.profile(name, port, extra={"device": None}, env=env.server_env(cpu_engine=False))
-            if name == "cpu-engine-no-stub":
-                return host.profile(name, port, env=env.server_env(stub=False))
-            if name == "model-folder-missing":
-                return host.profile(name, port, model="/models/does-not-exist")
-            if name == "hub-id-offline":
-                return host.profile(name, port, model="sgtui-test/no-such-model")
-            if name == "mem-fraction-too-small":
-                return host.profile(name, port, extra={"mem-fraction-static": 0.0001})
-            return host.profile(name, port)
-
-        def get(name: str) -> Failed:
-            if name not in seen:
-                port = free_port()
-                holder = None
-                if name == "port-in-use":
-                    holder = socket.socket()
-                    holder.bind(("127.0.0.1", port))
-                    holder.listen(1)
-                try:
-                    launch = host.launch(profiles(name, port))
-                    seen[name] = Failed(launch, run_pids(launch.run_id) if launch.events else [])
-                finally:
-                    host.kill_everything()
-                    if holder is not None:
-                        holder.close()
-            return seen[name]
-
-        yield get
+        yield FailureCases(host)
 
 
-def test_without_an_accelerator_the_launch_fails(cases: Callable[[str], Failed]) -> None:
+def test_without_an_accelerator_the_launch_fails(cases: FailureCases) -> None:
     case = cases("no-accelerator")
     assert case.launch.rc == 1, case.launch.stdout[-2000:]
     assert case.failed["event"] == "failed"
 
 
 @pytest.mark.xfail(strict=False, reason=LOGS_BRANCH)
-def test_without_an_accelerator_sglang_s_own_final_error_is_quoted(cases: Callable[[str], Failed]) -> None:
+def test_without_an_accelerator_sglang_s_own_final_error_is_quoted(cases: FailureCases) -> None:
     """Issue 16 item 4: the chain starts with NotImplementedError in get_device; SGLang's error is last."""
     text = cases("no-accelerator").error["text"]
     assert "No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is available" in text
 
 
-def test_the_cpu_engine_without_the_stub_fails_on_the_kernel_import(cases: Callable[[str], Failed]) -> None:
+def test_the_cpu_engine_without_the_stub_fails_on_the_kernel_import(cases: FailureCases) -> None:
     case = cases("cpu-engine-no-stub")
     assert case.launch.rc == 1, case.launch.stdout[-2000:]
     assert "libcuda.so.1" in case.launch.log
@@ -109,7 +111,7 @@ def test_the_cpu_engine_without_the_stub_fails_on_the_kernel_import(cases: Calla
 
 @pytest.mark.xfail(strict=False, reason=LOGS_BRANCH)
 def test_the_kernel_import_error_is_quoted_with_its_message_and_no_weights_phase(
-    cases: Callable[[str], Failed],
+    cases: FailureCases,
 ) -> None:
     """Issue 16 item 5: the message is on the lines after `ImportError:`; nothing was loaded yet."""
     error = cases("cpu-engine-no-stub").error
@@ -117,7 +119,7 @@ def test_the_kernel_import_error_is_quoted_with_its_message_and_no_weights_phase
     assert error["phase"] != "loading_weights"
 
 
-def test_a_port_in_use_fails_as_port_in_use(cases: Callable[[str], Failed]) -> None:
+def test_a_port_in_use_fails_as_port_in_use(cases: FailureCases) -> None:
     case = cases("port-in-use")
     assert case.launch.rc == 1, case.launch.stdout[-2000:]
     assert case.failed["error_class"] == "port_in_use"
@@ -126,14 +128,14 @@ def test_a_port_in_use_fails_as_port_in_use(cases: Callable[[str], Failed]) -> N
 @pytest.mark.xfail(
     strict=False, reason="a port-in-use launch --watch stops the server or says so: branch runs"
 )
-def test_a_port_in_use_leaves_no_live_server_behind_without_saying_so(cases: Callable[[str], Failed]) -> None:
+def test_a_port_in_use_leaves_no_live_server_behind_without_saying_so(cases: FailureCases) -> None:
     """Issue 16 item 1: SGLang 0.5.23 does not exit after the bind error; it hangs holding ~4 GB."""
     case = cases("port-in-use")
     said = f"sgtui stop {case.launch.run_id}" in case.launch.stdout
     assert case.left == [] or said, case.launch.stdout[-2000:]
 
 
-def test_a_missing_model_folder_fails(cases: Callable[[str], Failed]) -> None:
+def test_a_missing_model_folder_fails(cases: FailureCases) -> None:
     case = cases("model-folder-missing")
     assert case.launch.rc == 1, case.launch.stdout[-2000:]
     assert "/models/does-not-exist" in case.error["text"]
@@ -141,7 +143,7 @@ def test_a_missing_model_folder_fails(cases: Callable[[str], Failed]) -> None:
 
 @pytest.mark.xfail(strict=False, reason=LOGS_BRANCH)
 def test_a_missing_model_folder_quotes_the_final_error_and_says_the_path_names_no_model(
-    cases: Callable[[str], Failed],
+    cases: FailureCases,
 ) -> None:
     case = cases("model-folder-missing")
     assert case.error["text"].startswith("OSError:"), case.error
@@ -150,20 +152,20 @@ def test_a_missing_model_folder_quotes_the_final_error_and_says_the_path_names_n
 
 
 def test_a_hub_id_with_hf_hub_offline_fails_with_the_hugging_face_rule(
-    cases: Callable[[str], Failed],
+    cases: FailureCases,
 ) -> None:
     case = cases("hub-id-offline")
     assert case.launch.rc == 1, case.launch.stdout[-2000:]
     assert any("Hugging Face" in t or "model path" in t for t in case.titles()), case.titles()
 
 
-def test_a_too_small_mem_fraction_static_fails(cases: Callable[[str], Failed]) -> None:
+def test_a_too_small_mem_fraction_static_fails(cases: FailureCases) -> None:
     case = cases("mem-fraction-too-small")
     assert case.launch.rc == 1, case.launch.stdout[-2000:]
 
 
 @pytest.mark.xfail(strict=False, reason="--mem-fraction-static 0.0001 printed as 0: fixed on branch logs")
-def test_a_too_small_mem_fraction_static_is_named_with_its_real_value(cases: Callable[[str], Failed]) -> None:
+def test_a_too_small_mem_fraction_static_is_named_with_its_real_value(cases: FailureCases) -> None:
     """Issue 16 item 7: not "raise from 0 to 0.03"."""
     case = cases("mem-fraction-too-small")
     raises = [s for s in case.suggestions() if s.get("flag") == "--mem-fraction-static"]
