@@ -122,7 +122,8 @@ class StandIn(Startup):
         self.serving = True
         self.sleep(PHASES["warmup"] / 2)
         log.line(
-            f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "GET /get_model_info HTTP/1.1" 200 OK'
+            # http_server._wait_and_warmup asks /model_info (0.5.9 to 0.5.23), then one /generate
+            f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "GET /model_info HTTP/1.1" 200 OK'
         )
         log.line(
             "Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
@@ -131,6 +132,10 @@ class StandIn(Startup):
         )
         self.sleep(PHASES["warmup"] / 2)
         log.line(f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "POST /generate HTTP/1.1" 200 OK')
+        if logfmt.is_new(self.version):  # 0.5.23: http_server._freeze_gc_after_server_warmup
+            log.line(
+                f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "POST /freeze_gc HTTP/1.1" 200 OK'
+            )
         log.line(logfmt.READY_LINE)
         while True:
             time.sleep(3600)
