@@ -2,7 +2,7 @@
 ready, answers /health and /generate, and `sgtui stop` leaves nothing of it behind; a restart (stop, wait,
 fresh log) reaches ready again on the same port.
 
-One launch serves the first group of tests (module scope: a start costs 20-45 s and ~4 GB here); each test
+One launch and its restart serve all the tests (module scope: a start costs 20-45 s and ~4 GB here); each test
 states one thing about it.
 """
 
@@ -39,6 +39,10 @@ class Observed:
     left_after_stop: list[int] = field(default_factory=list)
     port_free_after_stop: bool | None = None
     runs_after_stop: list[dict[str, Any]] = field(default_factory=list)
+    first_log_after_stop: str = ""
+    restart: Launch | None = None  # the same profile launched again once the first run was gone
+    restart_health: int | None = None
+    restart_stop_rc: int | None = None
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +63,17 @@ def observed(real_env: RealEnv, tmp_path_factory: pytest.TempPathFactory) -> Ite
             seen.left_after_stop = run_pids(seen.launch.run_id)
             seen.port_free_after_stop = port_is_free(port)
             seen.runs_after_stop = host.runs(profile)
+            # `r`'s semantics from the CLI: stop (above), wait until nothing of it is left and the port is
+            # free, launch again into a fresh log
+            host.wait_gone(seen.launch.run_id)
+            seen.first_log_after_stop = seen.launch.log
+            deadline = time.monotonic() + 30
+            while not port_is_free(port) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            seen.restart = host.launch(profile)
+            if seen.restart.rc == 0:
+                seen.restart_health = http(port, "/health")[0]
+                seen.restart_stop_rc = host.stop(profile, seen.restart.run_id).returncode
         yield seen
 
 
@@ -66,10 +81,10 @@ def test_the_real_server_reaches_ready_through_every_startup_milestone(observed:
     launch = observed.launch
     assert launch.rc == 0, launch.stdout[-3000:] + launch.stderr[-2000:]
     kinds = launch.kinds()
-    for kind in ("server_args", "load_weight_end", "kv_cache_allocated", "ready"):
+    for kind in ("server_args", "load_weight_end", "kv_cache_allocated", "uvicorn_running"):
         assert kind in kinds, kinds
-    assert kinds.index("load_weight_end") < kinds.index("kv_cache_allocated") < kinds.index("ready")
-    assert launch.events[-1]["event"] == "ready"
+    assert kinds.index("load_weight_end") < kinds.index("kv_cache_allocated") < kinds.index("uvicorn_running")
+    assert launch.events[-1]["event"] == "ready", launch.events[-1]
     assert "The server is fired up and ready to roll!" in launch.log
 
 
@@ -112,24 +127,14 @@ def test_the_stop_is_graceful_sglang_drains_instead_of_logging_a_crash(observed:
     assert "crashed with exit code" not in log, log[-2000:]
 
 
-def test_a_restart_stops_waits_and_reaches_ready_again_in_a_fresh_log(real_host: RealHost) -> None:
-    """`r`'s semantics from the CLI: stop the ready run, then launch the same profile again on the same
-    port: a new run id, a new log, ready again, and the first log left as it was."""
-    port = free_port()
-    profile = real_host.profile("tiny-restart", port)
-    first = real_host.launch(profile)
-    assert first.rc == 0, first.stdout[-3000:]
-    stop = real_host.stop(profile, first.run_id)
-    assert stop.returncode == 0, stop.stdout + stop.stderr
-    assert real_host.wait_gone(first.run_id) == []
-    first_log = first.log
-    deadline = time.monotonic() + 30
-    while not port_is_free(port) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    second = real_host.launch(profile)
+def test_a_restart_stops_waits_and_reaches_ready_again_in_a_fresh_log(observed: Observed) -> None:
+    """Stop the ready run, wait until it is gone, launch the same profile on the same port: a new run id,
+    a new log, ready again, and the first log left as it was."""
+    first, second = observed.launch, observed.restart
+    assert second is not None, observed.stop_out
     assert second.rc == 0, second.stdout[-3000:]
     assert second.run_id != first.run_id
     assert second.run["log_path"] != first.run["log_path"]
-    assert first.log == first_log
-    assert http(port, "/health")[0] == 200
-    assert real_host.stop(profile, second.run_id).returncode == 0
+    assert first.log == observed.first_log_after_stop
+    assert observed.restart_health == 200
+    assert observed.restart_stop_rc == 0
