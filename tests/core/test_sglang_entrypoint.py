@@ -14,8 +14,15 @@ from sgtui.core.sglang.windows import window_for
 
 @pytest.mark.parametrize(
     ("version", "form"),
-    [("0.4.6", "module"), ("0.5.5", "module"), ("0.5.9", "module"), ("0.5.10", "serve"), ("0.5.23", "serve"),
-     ("0.5.24.dev3+gabc", "serve"), ("0.0.0.dev0", "serve")],
+    [
+        ("0.4.6", "module"),
+        ("0.5.5", "module"),
+        ("0.5.9", "module"),
+        ("0.5.10", "serve"),
+        ("0.5.23", "serve"),
+        ("0.5.24.dev3+gabc", "serve"),
+        ("0.0.0.dev0", "serve"),
+    ],
 )
 def test_the_launch_form_is_the_release_window_s_rule(version: str, form: str) -> None:
     """0.5.10's launch_server.py is the first to warn; 0.5.9's runs silently."""
