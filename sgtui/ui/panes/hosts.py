@@ -169,6 +169,7 @@ class FleetPane(Vertical):
         self.fleet = fleet
         self.state_of: StateOf = lambda run: run.state
         self.runs_silence: Silence = lambda name: None
+        self.rates: Callable[[str], str] = lambda name: ""  # host -> its ready runs' tokens/s, or ""
         self.unfolded: set[str] = set()
         self._host_nodes: dict[str, TreeNode[Pick]] = {}
         self._shape: tuple[object, ...] = ()
@@ -209,7 +210,9 @@ class FleetPane(Vertical):
 
     def _label(self, name: str, width: int) -> Text:
         health = self.fleet.run_health(name, self.state_of)
-        return host_label(self.hosts[name], health, width, self.runs_silence(name))
+        label = host_label(self.hosts[name], health, width, self.runs_silence(name))
+        rate = self.rates(name) if self.hosts[name].state == "connected" else ""
+        return label.append(f" · {rate}", style="cyan") if rate else label
 
     def _name_width(self) -> int:
         return min(max((len(n) for n in self.hosts), default=4), NAME_WIDTH)
