@@ -2,8 +2,7 @@
 1 with SGLang's own final error, the right phase and the rule that fits, and leaves no live server behind
 without saying so.
 
-Each case is launched once (module scope) and several tests read it. The tests marked xfail assert what
-issue 16 asks for where the fix lives on another branch (named in the reason).
+Each case is launched once (module scope) and several tests read it.
 """
 
 from __future__ import annotations
@@ -21,8 +20,6 @@ from tests.real_sglang.harness import RealEnv
 from tests.real_sglang.realhost import Launch, RealHost, free_port, run_pids
 
 pytestmark = pytest.mark.real_sglang
-
-LOGS_BRANCH = "reading SGLang's final error of a chain / next-line messages: fixed on branch logs"
 
 
 @dataclass
@@ -96,7 +93,6 @@ def test_without_an_accelerator_the_launch_fails(cases: FailureCases) -> None:
     assert case.failed["event"] == "failed"
 
 
-@pytest.mark.xfail(strict=False, reason=LOGS_BRANCH)
 def test_without_an_accelerator_sglang_s_own_final_error_is_quoted(cases: FailureCases) -> None:
     """Issue 16 item 4: the chain starts with NotImplementedError in get_device; SGLang's error is last."""
     text = cases("no-accelerator").error["text"]
@@ -109,7 +105,6 @@ def test_the_cpu_engine_without_the_stub_fails_on_the_kernel_import(cases: Failu
     assert "libcuda.so.1" in case.launch.log
 
 
-@pytest.mark.xfail(strict=False, reason=LOGS_BRANCH)
 def test_the_kernel_import_error_is_quoted_with_its_message_and_no_weights_phase(
     cases: FailureCases,
 ) -> None:
@@ -125,9 +120,6 @@ def test_a_port_in_use_fails_as_port_in_use(cases: FailureCases) -> None:
     assert case.failed["error_class"] == "port_in_use"
 
 
-@pytest.mark.xfail(
-    strict=False, reason="a port-in-use launch --watch stops the server or says so: branch runs"
-)
 def test_a_port_in_use_leaves_no_live_server_behind_without_saying_so(cases: FailureCases) -> None:
     """Issue 16 item 1: SGLang 0.5.23 does not exit after the bind error; it hangs holding ~4 GB."""
     case = cases("port-in-use")
@@ -141,7 +133,6 @@ def test_a_missing_model_folder_fails(cases: FailureCases) -> None:
     assert "/models/does-not-exist" in case.error["text"]
 
 
-@pytest.mark.xfail(strict=False, reason=LOGS_BRANCH)
 def test_a_missing_model_folder_quotes_the_final_error_and_says_the_path_names_no_model(
     cases: FailureCases,
 ) -> None:
@@ -164,7 +155,6 @@ def test_a_too_small_mem_fraction_static_fails(cases: FailureCases) -> None:
     assert case.launch.rc == 1, case.launch.stdout[-2000:]
 
 
-@pytest.mark.xfail(strict=False, reason="--mem-fraction-static 0.0001 printed as 0: fixed on branch logs")
 def test_a_too_small_mem_fraction_static_is_named_with_its_real_value(cases: FailureCases) -> None:
     """Issue 16 item 7: not "raise from 0 to 0.03"."""
     case = cases("mem-fraction-too-small")

@@ -108,7 +108,6 @@ def test_stop_leaves_no_process_of_the_run_and_frees_the_port(observed: Observed
     assert observed.port_free_after_stop is True
 
 
-@pytest.mark.xfail(strict=False, reason="the `stopped` state is fixed on branch runs")
 def test_a_stopped_run_reads_stopped(observed: Observed) -> None:
     """Issue 16 item 2: after `sgtui stop`, `sgtui runs` says `stopped` (not `dead` without an exit code)."""
     assert observed.stop_rc == 0
@@ -116,9 +115,6 @@ def test_a_stopped_run_reads_stopped(observed: Observed) -> None:
     assert row["state"] == "stopped", row
 
 
-@pytest.mark.xfail(
-    strict=False, reason="the graceful stop (TERM to the main pid first) is fixed on branch runs"
-)
 def test_the_stop_is_graceful_sglang_drains_instead_of_logging_a_crash(observed: Observed) -> None:
     """Issue 16 item 3: TERM to the whole group makes SGLang log "Subprocess scheduler_0 ... crashed";
     TERM to the main process alone drains ("Gracefully exiting") and stops the children itself."""
