@@ -268,6 +268,19 @@ async def test_the_watch_says_what_happened_to_a_container_that_took_the_run_wit
     assert events[0]["message"] == "its container sglang was removed"
 
 
+def test_a_0_5_11_profile_is_started_with_sglang_serve_and_the_stand_in_accepts_it(tmp_path: Path) -> None:
+    """0.5.10 onwards prefer `sglang serve` (core/sglang/entrypoint.py); the sim's 0.5.11 venv has the
+    `sglang` console script, and its `serve` reaches ready like `-m sglang.launch_server` does."""
+    with running_sim_host(tmp_path) as host:
+        host.profile("qwen36-27b-2xa6000-0511.yaml", server_port=free_port())
+        result = sgtui("launch", "qwen36-27b-2xa6000-0511", "--watch", "--json-events", config_dir=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    launched = next(e for e in events if e["event"] == "launched")
+    assert launched["run"]["argv"][:2] == ["/opt/sglang-0.5.11/venv/bin/sglang", "serve"]
+    assert events[-1]["event"] == "ready"
+
+
 def test_a_host_that_cannot_be_reached_is_a_failure_not_a_prediction(tmp_path: Path) -> None:
     """Exit 1 with the connection's own words: nothing was predicted about the launch (3 means that)."""
     closed = free_port()  # nothing listens there

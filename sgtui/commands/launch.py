@@ -162,7 +162,7 @@ async def launch(
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
     runs_dir = profile.runs_dir or pool.hosts[host_name].runs_dir
     manager = RunManager(conn, target, runs_dir, keep_runs=profile.keep_runs)
-    argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
+    argv = profile.command
     try:
         from sgtui.remote.preflight import run_preflight
 

@@ -153,12 +153,11 @@ class MultiNode:
         its rank; all under one new run id. A node that fails to start leaves the started ones running
         (the caller stops them or shows them: they are found again by their shared id)."""
         run_id = new_run_id()
-        argv0 = [self.profile.python, "-m", "sglang.launch_server"]
         gpus = list(self.profile.gpus or [])
 
         async def one(node: NodeRun) -> RunRecord:
             record = await node.manager.launch(
-                [*argv0, *self.profile.node_argv(node.rank, dist_init_addr)],
+                self.profile.node_command(node.rank, dist_init_addr),
                 self.profile.node_env(node.rank),
                 profile_yaml,
                 gpus,

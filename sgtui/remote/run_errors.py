@@ -57,6 +57,12 @@ def launch_failure(
     exe = argv[0]
     if error == "log-exists":
         return f"{host}: log {run_dir}/{LOG_NAME} already exists; refusing to reuse it"
+    if error == "not-executable" and list(argv[1:2]) == ["serve"]:
+        return (
+            f"SGLang's `sglang` command {exe} (beside the profile's `python:`) does not exist or is not "
+            f"executable on {where}: install SGLang into that environment, or set `python:` to the "
+            "python of the environment where it is installed"
+        )
     if error == "not-executable":
         return (
             f"the interpreter {exe} does not exist or is not executable on {where}: set the profile's "

@@ -12,6 +12,8 @@
 
 A venv's `bin/python` is a two-line shell wrapper that puts the venv's site-packages (holding a fake
 `sglang` package with a dist-info of the scenario's version) on PYTHONPATH and execs this interpreter.
+Where the release has the `sglang` console script (core/sglang/windows.py: `serve_cli`), `bin/sglang`
+runs `python -m sglang.cli.main`, whose `serve` starts the same stand-in as `-m sglang.launch_server`.
 Every fake is run by the absolute path of the current interpreter, with sgtui's own location on sys.path.
 """
 
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import sgtui
+from sgtui.core.sglang.windows import window_for
 from sgtui.sim.flagtable import install_parser
 from sgtui.sim.pct import HOST_VIEW
 from sgtui.sim.plan import MODELS_DIR
@@ -173,12 +176,50 @@ def install_venv(root: Path, venv: SimVenv, state_dir: Path) -> None:
         'if __name__ == "__main__":\n'
         f"    raise SystemExit(main(sys.argv[1:], {str(state_dir)!r}))\n"
     )
+    if window_for(venv.version).rules.serve_cli:
+        _install_serve_cli(base, pkg, state_dir)
     install_parser(pkg, venv.version)
     dist = site / f"sglang-{venv.version}.dist-info"
     dist.mkdir(exist_ok=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {venv.version}\n")
     (dist / "INSTALLER").write_text("pip\n")
     (dist / "RECORD").write_text("")
+
+
+SERVE_CLI = """\
+\"\"\"`sglang` (the console script): `sglang serve ARGS` starts the sgtui simulated host's stand-in.\"\"\"
+
+import sys
+
+sys.path.insert(0, {root!r})
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("serve", "version"):
+        sys.stderr.write("usage: sglang {{serve,generate,version}} ...\\n")
+        return 2
+    if sys.argv[1] == "version":
+        from sglang.version import __version__
+
+        print(f"sglang version: {{__version__}}")
+        return 0
+    from sgtui.sim.standin import main as standin
+
+    return standin(sys.argv[2:], {state!r})
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+"""
+
+
+def _install_serve_cli(base: Path, pkg: Path, state_dir: Path) -> None:
+    """`bin/sglang` and the `sglang.cli.main` it runs (the wheel's `sglang = sglang.cli.main:main`)."""
+    cli = pkg / "cli"
+    cli.mkdir(exist_ok=True)
+    (cli / "__init__.py").write_text("")
+    (cli / "main.py").write_text(SERVE_CLI.format(root=SGTUI_ROOT, state=str(state_dir)))
+    _script(base / "bin" / "sglang", 'exec "${0%/*}/python" -m sglang.cli.main "$@"\n', "/bin/sh")
 
 
 def install_container(state_dir: Path, ct: SimContainer) -> None:

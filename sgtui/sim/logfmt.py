@@ -37,6 +37,17 @@ def server_args_line(values: dict[str, object], version: str = "0.5.9") -> str:
     return "server_args=ServerArgs(" + ", ".join(f"{name}={value!r}" for name, value in names) + ")"
 
 
+def init_dist_begin(version: str) -> str:
+    """0.5.23's distributed/bootstrap.py logs "Init parallel begin." (0.5.20's "Init torch distributed
+    begin.")."""
+    return "Init parallel begin." if is_new(version) else "Init torch distributed begin."
+
+
+def init_parallel_end(elapsed: float) -> str:
+    """0.5.23 only: bootstrap.py's end of the parallel init, before the memory baseline line."""
+    return f"Init parallel ends. elapsed={elapsed:.2f} s"
+
+
 def init_dist_end(version: str, elapsed: float, usage_gib: float) -> str:
     if is_new(version):
         return f"Memory baseline taken. mem usage={usage_gib:.2f} GB"
@@ -57,17 +68,21 @@ def load_weight_end(
     )
 
 
-def shard_bar(done: int, total: int, elapsed: float) -> str:
-    """One state of the safetensors tqdm bar, as it appears between carriage returns."""
+def shard_bar(done: int, total: int, elapsed: float, version: str = "0.5.9") -> str:
+    """One state of the safetensors tqdm bar, as it appears between carriage returns. From 0.5.10 the
+    loader's default is the multi-threaded iterator (model_loader/loader.py: `enable_multithread_load`
+    defaults to True; weight_utils.buffered_multi_thread_safetensors_weights_iterator's bar)."""
+    desc = (
+        "Multi-thread loading shards"
+        if version_tuple(version) >= (0, 5, 10)
+        else ("Loading safetensors checkpoint shards")
+    )
     pct = int(100 * done / total) if total else 100
     rate = done / elapsed if elapsed > 0 and done else 0.0
     left = (total - done) / rate if rate else 0.0
     rate_text = f"{rate:5.2f}it/s" if done else "?it/s"
     eta = _clock(left) if done else "?"
-    return (
-        f"Loading safetensors checkpoint shards: {pct:3d}% Completed | {done}/{total} "
-        f"[{_clock(elapsed)}<{eta}, {rate_text}]"
-    )
+    return f"{desc}: {pct:3d}% Completed | {done}/{total} [{_clock(elapsed)}<{eta}, {rate_text}]"
 
 
 def capture_bar(done: int, total: int, bs: int, avail_gib: float, elapsed: float) -> str:

@@ -133,6 +133,10 @@ class StandIn(Startup):
         )
         self.sleep(PHASES["warmup"] / 2)
         log.line(f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "POST /generate HTTP/1.1" 200 OK')
+        if logfmt.is_new(self.version):  # 0.5.23: http_server._freeze_gc_after_server_warmup
+            log.line(
+                f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "POST /freeze_gc HTTP/1.1" 200 OK'
+            )
         log.line(logfmt.READY_LINE)
         while True:
             time.sleep(3600)

@@ -34,7 +34,7 @@ class Startup(Launch):
         """Distributed init, weights, pools, draft, graphs: the exit code of a launch that died, or None
         once it is ready to serve."""
         log, ranks, version = self.log, self.ranks, self.version
-        log.ranks(ranks, lambda r: "Init torch distributed begin.")
+        log.ranks(ranks, lambda r: logfmt.init_dist_begin(version))
         if self.nnodes > 1:
             try:
                 self.meeting.meet(values, spec.port, [r.index for r in ranks], spec.tp_size * spec.pp_size)
@@ -45,6 +45,8 @@ class Startup(Launch):
         for rank in ranks:
             self.hold(rank, CTX_GIB)
         self.sleep(PHASES["dist"] / 2)
+        if logfmt.is_new(version):
+            log.ranks(ranks, lambda r: logfmt.init_parallel_end(PHASES["dist"]))
         log.ranks(ranks, lambda r: logfmt.init_dist_end(version, PHASES["dist"], CTX_GIB))
         baseline = min(r.baseline_gib for r in ranks)
         starved = next((r for r in ranks if r.free_gib < CTX_GIB), None)
@@ -115,7 +117,7 @@ class Startup(Launch):
         """Shard by shard, memory rising on every rank; the CUDA OOM text when a shard does not fit."""
         shards = self.shards
         t0 = time.monotonic()
-        self.log.write(logfmt.shard_bar(0, shards, 0.0))
+        self.log.write(logfmt.shard_bar(0, shards, 0.0, self.version))
         base = {r.index: r.used_gib for r in self.ranks}
         step = weights / shards
         for done in range(1, shards + 1):
@@ -126,7 +128,9 @@ class Startup(Launch):
                 return cuda_oom_text(short.index, short.total_gib, self.avail(short), short.used_gib, step)
             for rank in self.ranks:
                 self.hold(rank, base[rank.index] + step * done, util=5)
-            self.log.write("\r" + logfmt.shard_bar(done, shards, (time.monotonic() - t0) * self.speed))
+            self.log.write(
+                "\r" + logfmt.shard_bar(done, shards, (time.monotonic() - t0) * self.speed, self.version)
+            )
         self.log.write("\n\n")
         return None
 

@@ -251,7 +251,7 @@ class RemoteBackend(ServingBackend):
         if getattr(profile, "nodes", None):
             return await self._launch_nodes(profile, dump_profile(profile))
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-        argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
+        argv = profile.command
         keep = getattr(profile, "keep_runs", None)
         record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None), keep).launch(
             argv,

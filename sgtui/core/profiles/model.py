@@ -9,6 +9,7 @@ from typing import Any
 
 from sgtui.core.errors import UserError
 from sgtui.core.profiles.nodes import Node, node_flags
+from sgtui.core.sglang.entrypoint import server_argv
 from sgtui.core.sglang.flags import FlagTable, LaunchSpec, spec_from_values, to_argv
 
 
@@ -47,6 +48,10 @@ class Profile:
         """Node `rank`'s `sglang.launch_server` arguments: the common flags plus its rank."""
         return [*self.argv, *node_flags(self.nnodes, rank, dist_init_addr)]
 
+    def node_command(self, rank: int, dist_init_addr: str) -> list[str]:
+        """Node `rank`'s whole server command line (`command`'s form, `node_argv`'s arguments)."""
+        return server_argv(self.python, self.release, self.node_argv(rank, dist_init_addr))
+
     def node_env(self, rank: int) -> dict[str, str]:
         """`env` with node `rank`'s own variables on top."""
         extra = self.nodes[rank].env if self.nodes else {}
@@ -60,6 +65,17 @@ class Profile:
     def argv(self) -> list[str]:
         """The `sglang.launch_server` arguments (after `python -m sglang.launch_server`)."""
         return to_argv(self.sglang, self.flags or self.sglang_version)
+
+    @property
+    def release(self) -> str | None:
+        """The SGLang version the target runs: its own table's once read, else `sglang_version`."""
+        return (self.flags.version if self.flags is not None else None) or self.sglang_version
+
+    @property
+    def command(self) -> list[str]:
+        """The server's whole command line, in the form its release prefers (`sglang serve` from 0.5.10,
+        `python -m sglang.launch_server` before: core/sglang/entrypoint.py)."""
+        return server_argv(self.python, self.release, self.argv)
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,11 @@ class Rules:
     # the w_kc/w_vc copies MLA makes of kv_b_proj after loading, for a 128x128-block FP8 checkpoint on
     # CUDA: "fp8" (block_quant_to_tensor_quant, 1 byte) or "bf16" (block_quant_dequant, 2 bytes)
     mla_copy_block_fp8: str = "fp8"
+    # --- how the server is started (sglang/launch_server.py, sglang/cli/main.py) ---
+    serve_cli: bool = False  # the `sglang` console script with its `serve` subcommand exists
+    # the form this release prefers: "module" (`python -m sglang.launch_server`) or "serve" (`sglang serve`,
+    # once the module form warns "still supported, but 'sglang serve' is the recommended entrypoint")
+    launch_form: str = "module"
     # --- ROCm ---
     aiter_long_context_shrink: bool = False  # aiter backend and context > 8192: x0.85, a set value too
     # when ROCm's default attention backend for an MLA model is aiter (else triton): "never";

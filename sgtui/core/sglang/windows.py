@@ -1,11 +1,11 @@
 """SGLang's startup-memory rules by release window: the one place that knows which release changed what.
 
-A window opens at the release whose source changed the arithmetic and holds until the next one opens.
-Each window carries the full set of named rules (`Rules`) in force there, so the fit engine asks
-`window_for(version).rules.<rule>` and never compares versions itself. The table is written as the
-list of changes (`_CHANGES`): every entry names the release that opened it, the functions whose
-source shows the change (read from that release's own wheel, `pip download --no-deps sglang==X`),
-and only the rules it changed; the windows are those changes applied in order.
+A window opens at the release whose source changed the arithmetic (or how the server is started) and
+holds until the next one opens. Each window carries the full set of named rules (`Rules`) in force
+there, so the fit engine asks `window_for(version).rules.<rule>` and never compares versions itself.
+The table is written as the list of changes (`_CHANGES`): every entry names the release that opened
+it, the functions whose source shows the change (read from that release's own wheel, `pip download
+--no-deps sglang==X`), and only the rules it changed; the windows are those changes applied in order.
 
 Releases between two windows' openings follow the older window: their source showed no change to
 these rules. Dev and local builds ("0.5.24.dev3+gabc") follow the window of their release number;
@@ -162,8 +162,9 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "0.5.5",
         "0.5.5 piecewise reserve",
         "server_args._handle_gpu_memory_settings (0.5.5.post3, 0.5.6): + piecewise_cuda_graph_max_tokens "
-        "(4096) // 4 after the floor",
-        {"piecewise_reserve": "after-floor"},
+        "(4096) // 4 after the floor; sglang/cli/main.py (`sglang serve`, the `sglang` console script: "
+        "0.5.4 has no sglang/cli)",
+        {"piecewise_reserve": "after-floor", "serve_cli": True},
     ),
     (
         "0.5.7",
@@ -209,8 +210,11 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "0.5.10",
         "server_args._handle_gpu_memory_settings (0.5.11's: piecewise on, +4 GiB EAGLE), "
         "_handle_mamba_radix_cache (radix ValueError, extra_buffer + --disable-radix-cache ValueError); "
-        "model_runner_kv_cache_mixin._resolve_max_num_reqs; pool_configurator.MemoryPoolConfig",
+        "model_runner_kv_cache_mixin._resolve_max_num_reqs; pool_configurator.MemoryPoolConfig; "
+        "launch_server.py `__main__` warns \"'python -m sglang.launch_server' is still supported, but "
+        "'sglang serve' is the recommended entrypoint\" (0.5.9's does not)",
         {
+            "launch_form": "serve",
             "prefill_graph": "piecewise",
             "spec_reserve_mib": 4096,
             "max_running_rule": "min-estimate",
