@@ -19,6 +19,7 @@ import asyncssh
 from sgtui.core.nvsmi import (
     QUERY_APPS_FIELDS,
     QUERY_GPU_FIELDS,
+    CycleParser,
     GpuProblem,
     GpuProcess,
     GpuReading,
@@ -28,7 +29,6 @@ from sgtui.core.nvsmi import (
     classify_failure,
     container_from_cgroup,
     parse_compute_apps,
-    parse_gpu_line,
     parse_query_gpu,
 )
 from sgtui.remote.connection import AuthError, HostKeyError, RemoteError, Transport
@@ -44,6 +44,7 @@ class GpuSnapshot:
     problem: GpuProblem | None = None
     unreadable: list[str] = field(default_factory=list)
     at: float = field(default_factory=time.time)
+    same: bool = False  # the very readings of the stream's previous snapshot (nothing changed)
 
 
 def query_gpu_command(interval_ms: int | None = None) -> str:
@@ -96,27 +97,6 @@ def parse_processes(text: str) -> tuple[list[GpuProcess], GpuProblem | None]:
     return procs, None
 
 
-class _CycleGrouper:
-    """nvidia-smi -lms prints one row per GPU per cycle; a row whose index does not increase starts the
-    next cycle, and a cycle is complete once it has as many rows as the last complete one."""
-
-    def __init__(self) -> None:
-        self.rows: list[GpuReading] = []
-        self.expected: int | None = None
-
-    def add(self, row: GpuReading) -> list[list[GpuReading]]:
-        done: list[list[GpuReading]] = []
-        if self.rows and row.index <= self.rows[-1].index:
-            done.append(self.rows)
-            self.expected = len(self.rows)
-            self.rows = []
-        self.rows.append(row)
-        if self.expected is not None and len(self.rows) == self.expected:
-            done.append(self.rows)
-            self.rows = []
-        return done
-
-
 class GpuSampler:
     """nvidia-smi over a host's connection (nvidia-smi runs on the host, where all GPUs are visible)."""
 
@@ -165,32 +145,42 @@ class GpuSampler:
         (a chatty ~/.bashrc) are kept in `unreadable`, never mistaken for a failure once rows arrive.
         """
         delay = 0.05
+        quiet = min(0.25, max(self.interval_ms / 2000, 0.02))
         while True:
             problem: GpuProblem | None = None
             retry_in = delay
             try:
                 async with self.conn.stream(HOST.script(query_gpu_command(self.interval_ms))) as proc:
-                    grouper = _CycleGrouper()
-                    pending = b""
-                    bad: list[str] = []
+                    parser = CycleParser()
+                    last: tuple[GpuReading, ...] | None = None
                     yielded = False
-                    while data := await proc.read(65536):
-                        *lines, pending = (pending + data).split(b"\n")
-                        for raw in lines:
-                            line = raw.decode("utf-8", "replace")
-                            row = parse_gpu_line(line)
-                            if row is None:
-                                if line.strip():
-                                    bad.append(line)
-                                continue
-                            for cycle in grouper.add(row):
+                    reading: asyncio.Task[bytes] | None = None
+                    try:
+                        while True:
+                            reading = asyncio.ensure_future(proc.read(65536))
+                            if parser.expected is None and parser.open_rows:
+                                # the first cycle has no count yet: it is whole once the output goes quiet
+                                await asyncio.wait((reading,), timeout=quiet)
+                                if not reading.done():
+                                    cycle = parser.close_cycle()
+                                    delay, yielded = 0.05, True
+                                    yield self._snapshot(cycle, last, parser)
+                                    last = cycle
+                            data = await reading
+                            reading = None
+                            if not data:
+                                break
+                            for cycle in parser.feed(data):
                                 delay, yielded = 0.05, True
-                                yield GpuSnapshot(self.host, cycle, None, bad)
-                                bad = []
-                    if grouper.rows:
-                        yield GpuSnapshot(self.host, grouper.rows, None, bad)
+                                yield self._snapshot(cycle, last, parser)
+                                last = cycle
+                    finally:
+                        if reading is not None and not reading.done():
+                            reading.cancel()
+                    if rest := parser.leftover():
+                        yield self._snapshot(rest, last, parser)
                     elif not yielded:
-                        text = "\n".join(bad)
+                        text = "\n".join(parser.bad)
                         problem = classify_failure(text) or GpuProblem(
                             GpuState.UNREADABLE, text[:200] or "nvidia-smi ended without output"
                         )
@@ -204,6 +194,12 @@ class GpuSampler:
                 yield GpuSnapshot(self.host, [], problem)
             await asyncio.sleep(retry_in)
             delay = min(delay * 2, 2.0)
+
+    def _snapshot(
+        self, cycle: tuple[GpuReading, ...], last: tuple[GpuReading, ...] | None, parser: CycleParser
+    ) -> GpuSnapshot:
+        bad, parser.bad = parser.bad, []
+        return GpuSnapshot(self.host, list(cycle), None, bad, same=cycle is last)
 
 
 class NvmlSampler:
