@@ -121,6 +121,7 @@ async def _main(args: argparse.Namespace, hosts: dict, names: list[str]) -> int:
     except asyncio.CancelledError:
         return 130
     finally:
+        printer.flush()
         await fleet.close()
         await pool.close()
 

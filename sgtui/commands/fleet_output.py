@@ -9,6 +9,7 @@ characters in the table.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from sgtui.remote.connection import ConnState
 from sgtui.remote.fleet import GpuSummary, HostView
 from sgtui.remote.fleet_runs import RunRow
 
+FLUSH_S = 0.05  # a line is out within this long of its sample
 BUSY_MIB = 1024  # a GPU holding more than this is in use (the fleet view's rule, `GpuSummary.busy`)
 
 
@@ -84,6 +86,7 @@ class Printer:
         self._gpus: dict[str, tuple[GpuSummary | None, str]] = {}
         self._runs: dict[str, tuple[tuple[RunRow, ...], str]] = {}
         self._said: dict[str, tuple[ConnState, str | None]] = {}
+        self._flush_at: asyncio.TimerHandle | None = None
 
     def sample(self, view: HostView) -> None:
         self.write(view)
@@ -99,6 +102,16 @@ class Printer:
     def write(self, view: HostView) -> None:
         self._said[view.name] = (view.state, view.reason)
         self.out.write(self.line(view))
+        if self._flush_at is None:  # one flush for the lines of the next FLUSH_S, not one per line
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.out.flush()
+                return
+            self._flush_at = loop.call_later(FLUSH_S, self.flush)
+
+    def flush(self) -> None:
+        self._flush_at = None
         self.out.flush()
 
     def line(self, view: HostView, now: float | None = None) -> str:

@@ -68,9 +68,12 @@ class GpuSummary:
         )
 
 
-@dataclass(frozen=True)
+@dataclass
 class HostView:
-    """One host as the fleet view shows it. `since` is the monotonic time of the last state change."""
+    """One host as the fleet view shows it. `since` is the monotonic time of the last state change.
+
+    Every change makes a new view (`on_change` gets it), except a sample that repeats the last reading:
+    then only `gpus_at` moves, in place (500 hosts at 1 Hz would otherwise copy 500 views a second)."""
 
     name: str
     address: str
@@ -207,19 +210,20 @@ class Fleet:
         if self._views[name].state is not ConnState.UP:
             return
         sampler = GpuSampler(self.pool.get(name), interval_ms=int(interval_s * 1000))
-        async for snap in sampler.stream():
-            view = self._views[name]
-            if snap.same and view.gpus is not None and view.gpus.problem is None:
-                # the very readings of the last sample: nothing to summarise, only the age moves
-                view = self._views[name] = replace(view, gpus_at=time.monotonic())
-            else:
-                summary = GpuSummary.from_snapshot(snap)
-                if summary != view.gpus:
-                    view = self._set(name, gpus=summary, gpus_at=time.monotonic())
-                else:  # the same numbers: only the age changes; no change notice for an unchanged row
-                    view = self._views[name] = replace(view, gpus_at=time.monotonic())
-            if self.on_sample is not None:
-                self.on_sample(view)
+        await sampler.watch(lambda snap: self._sampled(name, snap))
+
+    def _sampled(self, name: str, snap: GpuSnapshot) -> None:
+        view = self._views[name]
+        if snap.same and view.gpus is not None and view.gpus.problem is None:
+            view.gpus_at = time.monotonic()  # the very readings of the last sample: only the age moves
+        else:
+            summary = GpuSummary.from_snapshot(snap)
+            if summary != view.gpus:
+                view = self._set(name, gpus=summary, gpus_at=time.monotonic())
+            else:  # the same numbers: only the age changes; no change notice for an unchanged row
+                view.gpus_at = time.monotonic()
+        if self.on_sample is not None:
+            self.on_sample(view)
 
     async def sample_once(self, name: str, timeout: float = 30.0) -> HostView:
         """One reading of the host's GPUs now (`sgtui fleet --once`); a host not up is left as it is."""

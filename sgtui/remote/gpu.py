@@ -9,6 +9,7 @@ NVML is used directly. Problems are named states (core.nvsmi.GpuState), never ze
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
@@ -138,68 +139,105 @@ class GpuSampler:
         return procs
 
     async def stream(self) -> AsyncIterator[GpuSnapshot]:
-        """Snapshots every interval from one long-lived channel, re-opened when it drops.
+        """Snapshots every interval from one long-lived channel, re-opened when it drops (`watch`, through a
+        queue)."""
+        queue: asyncio.Queue[GpuSnapshot | None] = asyncio.Queue()
+        task = asyncio.ensure_future(self.watch(queue.put_nowait))
+        task.add_done_callback(lambda _t: queue.put_nowait(None))
+        try:
+            while (snap := await queue.get()) is not None:
+                yield snap
+            if not task.cancelled() and (exc := task.exception()) is not None:
+                raise exc
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def watch(self, on_snapshot: Callable[[GpuSnapshot], None]) -> None:
+        """Hand a snapshot to `on_snapshot` every interval, until cancelled, from one long-lived channel
+        re-opened when it drops; the readings are parsed in the connection's own callback (no task switch
+        per sample: what lets one process follow 500 hosts).
 
         Problems come as snapshots without GPUs: NO_DRIVER and the like (then retried every
-        `problem_retry_s`), UNREACHABLE while the connection is down (retried with backoff). Stray lines
-        (a chatty ~/.bashrc) are kept in `unreadable`, never mistaken for a failure once rows arrive.
+        `problem_retry_s`), UNREACHABLE while the connection is down (retried with backoff); a host key
+        or authentication failure ends the watch after its snapshot. Stray lines (a chatty ~/.bashrc) are
+        kept in `unreadable`, never mistaken for a failure once rows arrive.
         """
         delay = 0.05
         quiet = min(0.25, max(self.interval_ms / 2000, 0.02))
         while True:
             problem: GpuProblem | None = None
             retry_in = delay
+            feed = _Feed(self.host, on_snapshot, quiet)
             try:
-                async with self.conn.stream(HOST.script(query_gpu_command(self.interval_ms))) as proc:
-                    parser = CycleParser()
-                    last: tuple[GpuReading, ...] | None = None
-                    yielded = False
-                    reading: asyncio.Task[bytes] | None = None
-                    try:
-                        while True:
-                            reading = asyncio.ensure_future(proc.read(65536))
-                            if parser.expected is None and parser.open_rows:
-                                # the first cycle has no count yet: it is whole once the output goes quiet
-                                await asyncio.wait((reading,), timeout=quiet)
-                                if not reading.done():
-                                    cycle = parser.close_cycle()
-                                    delay, yielded = 0.05, True
-                                    yield self._snapshot(cycle, last, parser)
-                                    last = cycle
-                            data = await reading
-                            reading = None
-                            if not data:
-                                break
-                            for cycle in parser.feed(data):
-                                delay, yielded = 0.05, True
-                                yield self._snapshot(cycle, last, parser)
-                                last = cycle
-                    finally:
-                        if reading is not None and not reading.done():
-                            reading.cancel()
-                    if rest := parser.leftover():
-                        yield self._snapshot(rest, last, parser)
-                    elif not yielded:
-                        text = "\n".join(parser.bad)
-                        problem = classify_failure(text) or GpuProblem(
-                            GpuState.UNREADABLE, text[:200] or "nvidia-smi ended without output"
-                        )
-                        retry_in = self.problem_retry_s
+                await self.conn.stream_to(HOST.script(query_gpu_command(self.interval_ms)), feed.data)
+                feed.end()
+                if not feed.yielded:
+                    text = "\n".join(feed.parser.bad)
+                    problem = classify_failure(text) or GpuProblem(
+                        GpuState.UNREADABLE, text[:200] or "nvidia-smi ended without output"
+                    )
+                    retry_in = self.problem_retry_s
             except (HostKeyError, AuthError) as exc:
-                yield GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREACHABLE, str(exc)))
+                feed.end(emit=False)
+                on_snapshot(GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREACHABLE, str(exc))))
                 return
             except (asyncssh.Error, OSError, RemoteError) as exc:
+                feed.end(emit=False)
                 problem = GpuProblem(GpuState.UNREACHABLE, str(exc))
+            except BaseException:
+                feed.end(emit=False)
+                raise
+            if feed.yielded:
+                delay = 0.05
+                retry_in = delay
             if problem is not None:
-                yield GpuSnapshot(self.host, [], problem)
+                on_snapshot(GpuSnapshot(self.host, [], problem))
             await asyncio.sleep(retry_in)
             delay = min(delay * 2, 2.0)
 
-    def _snapshot(
-        self, cycle: tuple[GpuReading, ...], last: tuple[GpuReading, ...] | None, parser: CycleParser
-    ) -> GpuSnapshot:
-        bad, parser.bad = parser.bad, []
-        return GpuSnapshot(self.host, list(cycle), None, bad, same=cycle is last)
+
+class _Feed:
+    """One channel's output -> snapshots, called from the connection's data callback. The first cycle
+    has no row count yet: it is whole once the output has been quiet for `quiet` seconds (a timer)."""
+
+    def __init__(self, host: str, emit: Callable[[GpuSnapshot], None], quiet: float) -> None:
+        self.host = host
+        self.emit = emit
+        self.quiet = quiet
+        self.parser = CycleParser()
+        self.last: tuple[GpuReading, ...] | None = None
+        self.yielded = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    def data(self, data: bytes) -> None:
+        for cycle in self.parser.feed(data):
+            self._send(cycle)
+        if self.parser.expected is None:
+            if self._timer is not None:
+                self._timer.cancel()
+            if self.parser.open_rows:
+                self._timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet)
+
+    def _quiet(self) -> None:
+        self._timer = None
+        if self.parser.expected is None and self.parser.open_rows:
+            self._send(self.parser.close_cycle())
+
+    def _send(self, cycle: tuple[GpuReading, ...]) -> None:
+        bad, self.parser.bad = self.parser.bad, []
+        self.yielded = True
+        self.emit(GpuSnapshot(self.host, list(cycle), None, bad, same=cycle is self.last))
+        self.last = cycle
+
+    def end(self, *, emit: bool = True) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if emit and (rest := self.parser.leftover()):
+            self._send(rest)
 
 
 class NvmlSampler:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import asyncssh
 
-from sgtui.sim.host import HOST_NAME, SimHost, WrittenConfig
+from sgtui.sim.host import HOST_NAME, SimHost, WrittenConfig, write_configs
 from sgtui.sim.scenarios import DEFAULT_SCENARIO, MULTINODE_PROFILE, Scenario, get_scenario, multinode_profile
 
 MAX_HOSTS = 1000  # 127.0.0.1 .. 127.0.0.254, then 127.0.1.1 ... (254 per /24 block)
@@ -119,7 +119,7 @@ class SimFleet:
         """Register every host (hosts.yaml entries, known_hosts lines, the shared key) and write the demo
         profiles: the first host's scenario profiles and, with two hosts or more, `multinode-demo`."""
         config_dir = Path(config_dir)
-        written = [host.write_config(config_dir, host.name) for host in self.hosts]
+        written = write_configs(config_dir, [(host.name, host) for host in self.hosts])
         profiles = list(written[0].profiles)
         if len(self.hosts) >= 2:
             path = config_dir / "profiles" / f"{MULTINODE_PROFILE}.yaml"
