@@ -160,7 +160,9 @@ def stream(env: dict[str, str], hosts: int, seconds: float, runs_every: float) -
     cpu, wall = cpu_s(proc.pid) - c0, time.perf_counter() - w0
     rss = rss_mib(proc.pid)
     proc.terminate()
-    proc.wait(30)
+    os.set_blocking(proc.stdout.fileno(), True)
+    proc.stdout.read()  # drained to the end: a child blocked writing to a full pipe cannot stop
+    proc.wait(60)
     return {
         "first": first or 0.0,
         "all": all_in,

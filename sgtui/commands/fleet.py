@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from sgtui.commands.fleet_output import Printer
     from sgtui.remote.fleet import Fleet
 
+CONTAINERS_EVERY = 5  # runs passes per container listing while streaming
+
 HELP = "every host's GPUs and runs at once (--json: one object per host per sample; --once: one sample)"
 
 
@@ -92,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
 async def _main(args: argparse.Namespace, hosts: dict, names: list[str]) -> int:  # type: ignore[type-arg]
     import asyncio
     import contextlib
+    import os
     import signal
 
     from sgtui.commands.fleet_output import Printer
@@ -113,17 +116,20 @@ async def _main(args: argparse.Namespace, hosts: dict, names: list[str]) -> int:
     assert main is not None
     with contextlib.suppress(NotImplementedError):  # SIGTERM ends the stream as Ctrl-C does
         loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    printer.on_broken = main.cancel
     try:
         if args.once:
             return await _once(fleet, printer)
         await _stream(fleet, printer, args.interval, args.runs_every, args.json)
         return 0
     except asyncio.CancelledError:
-        return 130
+        return 141 if printer.broken else 130
     finally:
         printer.flush()
         await fleet.close()
         await pool.close()
+        if printer.broken:  # nothing more may reach the closed pipe, not even Python's flush at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 async def _once(fleet: Fleet, printer: Printer) -> int:
@@ -165,15 +171,18 @@ async def _stream(
     async def runs_loop() -> None:
         sem = asyncio.Semaphore(8)  # a few listings at a time: they are commands on every host
 
-        async def refresh(name: str) -> None:
+        async def refresh(name: str, containers: bool) -> None:
             async with sem:
                 with contextlib.suppress(Exception):  # the row keeps its last runs; the next pass retries
-                    await fleet.refresh(name)
+                    await fleet.refresh(name, containers=containers)
 
+        passes = 0
         while True:
             await asyncio.sleep(min(2.0, runs_every))
             up = [v.name for v in fleet.views() if v.state.value == "up"]
-            await asyncio.gather(*(refresh(n) for n in up))
+            # containers come and go rarely: listed on every CONTAINERS_EVERY-th pass (and a host's first)
+            await asyncio.gather(*(refresh(n, passes % CONTAINERS_EVERY == 0) for n in up))
+            passes += 1
             await asyncio.sleep(max(runs_every - 2.0, 0.0))
 
     async def tables() -> None:

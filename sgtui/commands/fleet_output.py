@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from sgtui.core.ages import age_text
@@ -87,6 +87,8 @@ class Printer:
         self._runs: dict[str, tuple[tuple[RunRow, ...], str]] = {}
         self._said: dict[str, tuple[ConnState, str | None]] = {}
         self._flush_at: asyncio.TimerHandle | None = None
+        self.broken = False
+        self.on_broken: Callable[[], None] | None = None  # the command stops streaming
 
     def sample(self, view: HostView) -> None:
         self.write(view)
@@ -101,18 +103,35 @@ class Printer:
 
     def write(self, view: HostView) -> None:
         self._said[view.name] = (view.state, view.reason)
-        self.out.write(self.line(view))
+        if self.broken:
+            return
+        try:
+            self.out.write(self.line(view))
+        except BrokenPipeError:
+            self._broke()
+            return
         if self._flush_at is None:  # one flush for the lines of the next FLUSH_S, not one per line
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
-                self.out.flush()
+                self.flush()
                 return
             self._flush_at = loop.call_later(FLUSH_S, self.flush)
 
     def flush(self) -> None:
         self._flush_at = None
-        self.out.flush()
+        if self.broken:
+            return
+        try:
+            self.out.flush()
+        except BrokenPipeError:
+            self._broke()
+
+    def _broke(self) -> None:
+        """The reader left (`sgtui fleet --json | head`): stop writing and tell the command."""
+        self.broken = True
+        if self.on_broken is not None:
+            self.on_broken()
 
     def line(self, view: HostView, now: float | None = None) -> str:
         name = view.name
@@ -135,11 +154,16 @@ class Printer:
         """HOST STATE AGE GPUS FREE MEMORY UTIL RUNS: one row per host, a blank line after."""
         now = time.monotonic()
         width = min(max((len(v.name) for v in views), default=4), 24)
+        if self.broken:
+            return
         rows = [f"{'HOST':<{width}}  {'STATE':<12} {'AGE':>6}  GPUS  FREE  {'MEMORY GiB':>13}  UTIL  RUNS"]
         for v in views:
             rows.append(_row(v, width, now))
-        self.out.write("\n".join(rows) + "\n\n")
-        self.out.flush()
+        try:
+            self.out.write("\n".join(rows) + "\n\n")
+            self.out.flush()
+        except BrokenPipeError:
+            self._broke()
 
 
 def _row(v: HostView, width: int, now: float) -> str:

@@ -126,6 +126,7 @@ class Fleet:
         self._views: dict[str, HostView] = {}
         self._unsubscribe: list[Callable[[], None]] = []
         self._subscribed: set[str] = set()
+        self._found: set[str] = set()  # hosts whose containers were listed at least once
         for name in self.names:
             config = pool.hosts.get(name)
             address = f"{config.hostname}:{config.port}" if config is not None else ""
@@ -241,16 +242,23 @@ class Fleet:
         await asyncio.gather(*(self.refresh(n) for n in self.names if self._views[n].state is ConnState.UP))
         return self.views()
 
-    async def refresh(self, name: str) -> HostView:
-        """The host's containers and the runs recorded on the host and in each running container."""
+    async def refresh(self, name: str, *, containers: bool = True) -> HostView:
+        """The host's containers and the runs recorded on the host and in each running container.
+        `containers=False` keeps the containers found last time (one command less per host: `sgtui
+        fleet` re-lists runs every minute, containers less often)."""
         conn = self.pool.get(name)
-        try:
-            containers = tuple(await discover(conn))
-        except RemoteError as exc:
-            containers = ()
-            self._set(name, runs_problem=_one_line(exc))
+        containers_now = self._views[name].containers
+        if containers or name not in self._found:
+            try:
+                containers_now = tuple(await discover(conn))
+                self._found.add(name)
+            except RemoteError as exc:
+                containers_now = ()
+                self._set(name, runs_problem=_one_line(exc))
         targets: list[Target] = [HOST] + [
-            c.target for c in containers if c.status.lower() in ("running", "up") or c.status.startswith("Up")
+            c.target
+            for c in containers_now
+            if c.status.lower() in ("running", "up") or c.status.startswith("Up")
         ]
         found = await asyncio.gather(*(self._runs(conn, t) for t in targets), return_exceptions=True)
         runs: list[RunRecord] = []
@@ -264,7 +272,7 @@ class Fleet:
         rows = await run_rows(conn, runs, self._runs_dir(name), self.serving)
         return self._set(
             name,
-            containers=containers,
+            containers=containers_now,
             runs=tuple(runs),
             runs_problem="; ".join(problems) or None,
             run_rows=rows,
