@@ -227,13 +227,25 @@ class Fleet:
             self.on_sample(view)
 
     async def sample_once(self, name: str, timeout: float = 30.0) -> HostView:
-        """One reading of the host's GPUs now (`sgtui fleet --once`); a host not up is left as it is."""
+        """One reading of the host's GPUs now (`sgtui fleet --once`): the first sample of the same
+        long-lived stream `watch` uses, then the channel is closed. A host not up is left as it is."""
         if self._views[name].state is not ConnState.UP:
             return self._views[name]
+        first: asyncio.Future[GpuSnapshot] = asyncio.get_running_loop().create_future()
+
+        def got(snap: GpuSnapshot) -> None:
+            if not first.done():
+                first.set_result(snap)
+
+        watching = asyncio.ensure_future(GpuSampler(self.pool.get(name), interval_ms=1000).watch(got))
         try:
-            snap = await asyncio.wait_for(GpuSampler(self.pool.get(name)).query(), timeout)
+            snap = await asyncio.wait_for(asyncio.shield(first), timeout)
         except TimeoutError:
             return self._set(name, reason=f"nvidia-smi gave no answer within {timeout:g} s")
+        finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watching
         return self._set(name, gpus=GpuSummary.from_snapshot(snap), gpus_at=time.monotonic())
 
     # --- containers and runs -----------------------------------------------------------------------

@@ -101,6 +101,8 @@ class SmiStreams:
         field it does not know."""
         key: tuple[int, int] | None = None
         out = b""
+        loop_clock = asyncio.get_running_loop().time
+        due = loop_clock()
         while is_open():
             try:
                 st = os.stat(self.store.path)
@@ -116,5 +118,7 @@ class SmiStreams:
                 write(f"{exc}\n".encode())
                 return 2
             write(out)
-            await asyncio.sleep(loop.interval)
+            # on a fixed beat, as nvidia-smi keeps its own: a busy sim process must not stretch the period
+            due = max(due + loop.interval, loop_clock())
+            await asyncio.sleep(due - loop_clock())
         return 0

@@ -35,6 +35,7 @@ from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.routing import HostRouting
 from sgtui.ui.run_routing import RunRouting
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
+from sgtui.ui.session.fleet import FitNeed
 from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
 from sgtui.ui.views import RunView
 from sgtui.ui.widgets.gpu_panel import GpuPanel
@@ -84,6 +85,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         Binding("v", "node_view", "node view", id="node-view", show=False),
         Binding("f", "follow", "follow", id="follow", show=False),
         Binding("x", "first_error", "first error", id="first-error", show=False),
+        Binding("o", "sort_hosts", "sort hosts", id="sort-hosts", show=False),
         Binding("1", "tab('targets')", "hosts", id="tab-targets", show=False),
         Binding("2", "tab('flags')", "flags", id="tab-flags", show=False),
         Binding("3", "tab('log')", "log", id="tab-log", show=False),
@@ -148,6 +150,10 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
     @property
     def fit_report(self) -> dict[str, Any] | None:
         return self.deployment.fit_report
+
+    def fit_need(self) -> FitNeed | None:
+        """What the launch in view needs of a host (the hosts tab marks the hosts that have it)."""
+        return FitNeed.from_fit(self.fit_report, self.deployment.fit_inputs.n_gpus)
 
     @property
     def session(self) -> RunSession | None:
@@ -234,6 +240,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         self.sub_title = d.title
         self.fleet_pane.state_of = self.state_of
         self.fleet_pane.runs_silence = lambda name: host_runs_silence(self, name)
+        self.fleet_pane.fit_need = self.fit_need
         pane = self.log_pane
         pane.log.focus()
         pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])

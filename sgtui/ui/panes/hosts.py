@@ -21,7 +21,7 @@ from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
 from sgtui.ui.session.ages import age_text
-from sgtui.ui.session.fleet import FleetState, HostModel
+from sgtui.ui.session.fleet import FitNeed, FleetState, HostModel
 from sgtui.ui.status_line import host_silence, stale_text
 from sgtui.ui.views import ContainerView, RunView
 from sgtui.ui.widgets.gpu_sparkline import bar_for, level_style
@@ -74,6 +74,8 @@ def gpu_text(host: HostModel) -> Text:
         return Text(summary.problem[:40], style="yellow")
     text = Text()
     text.append(f"GPU {summary.busy}/{summary.count} ")
+    free = host.free_gpus() or 0
+    text.append(f"free {free} ", style="bold" if free else "dim")
     for g in host.gpus[:MAX_BARS]:
         if g.total_mib and not g.note:
             text.append(bar_for(g.used_mib, g.total_mib), style=level_style(g.used_mib / g.total_mib))
@@ -105,11 +107,14 @@ def host_label(
     runs: tuple[int, str | None] = (0, None),
     width: int = NAME_WIDTH,
     silence: float | None = None,
+    fits: bool = False,
 ) -> Text:
-    """`silence`: how long the host's live runs' health has gone unconfirmed (a frozen link), else None."""
+    """`silence`: how long the host's live runs' health has gone unconfirmed (a frozen link), else None.
+    `fits`: the launch in view has room here (`HostModel.fits`): "✓" before the name, which is green."""
     mark, style = STATE_MARK.get(host.state, ("?", "dim"))
     text = Text(f"{mark} ", style=style)
-    text.append(Text(host.name.ljust(width), style="bold"))
+    text.append("✓" if fits else " ", style="bold green")
+    text.append(Text(host.name.ljust(width), style="bold green" if fits else "bold"))
     state = host.state
     age = age_text(host.state_age)
     text.append(f" {state}", style=style)
@@ -153,6 +158,9 @@ def matches(needle: str, *haystack: str) -> bool:
     return not needle or any(needle in h.lower() for h in haystack)
 
 
+ORDERS = ("configured", "free memory")  # `o` cycles; "free memory": most free GPU memory first
+
+
 class FleetPane(Vertical):
     class Picked(Message):
         def __init__(self, pick: Pick) -> None:
@@ -169,12 +177,15 @@ class FleetPane(Vertical):
         self.fleet = fleet
         self.state_of: StateOf = lambda run: run.state
         self.runs_silence: Silence = lambda name: None
+        self.fit_need: Callable[[], FitNeed | None] = lambda: None
+        self.order = ORDERS[0]
+        self._sorted: list[str] | None = None  # the free-memory order, as of the last sort
         self.unfolded: set[str] = set()
         self._host_nodes: dict[str, TreeNode[Pick]] = {}
         self._shape: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter hosts and containers", id="host-filter")
+        yield Input(placeholder="filter hosts by name or state, and containers", id="host-filter")
         tree: Tree[Pick] = Tree("hosts", id="host-tree")
         tree.show_root = False
         tree.auto_expand = True
@@ -188,28 +199,55 @@ class FleetPane(Vertical):
     def hosts(self) -> dict[str, HostModel]:
         return self.fleet.hosts
 
+    def on_mount(self) -> None:
+        self.watch(self.tree, "scroll_y", self._relabel_visible, init=False)
+
     def refresh_fleet(self) -> None:
-        """Redraw from the fleet state: labels in place when only values changed (ages, GPUs, runs),
-        the whole tree when hosts, containers or the filter did."""
+        """Redraw from the fleet state: the labels on screen in place when only values changed (ages,
+        GPUs, runs: 500 hosts relabelled every second would hold the app up; a row scrolled into view is
+        relabelled then), the whole tree when hosts, containers, states, the order or the filter did."""
         needle = self.query_one("#host-filter", Input).value.strip().lower()
         shape = (
             needle,
-            tuple(
-                (n, h.containers_error, tuple(h.containers), h.state == "connected")
-                for n, h in self.hosts.items()
-            ),
+            self.order,
+            tuple((n, h.containers_error, tuple(h.containers), h.state) for n, h in self.hosts.items()),
         )
         if shape != self._shape:
             self._shape = shape
             self._rebuild(needle)
             return
-        width = self._name_width()
-        for name, node in self._host_nodes.items():
-            node.set_label(self._label(name, width))
+        self._relabel_visible()
 
-    def _label(self, name: str, width: int) -> Text:
+    def _relabel_visible(self, _scroll: float = 0.0) -> None:
+        tree = self.tree
+        width, need = self._name_width(), self.fit_need()
+        top = int(tree.scroll_offset.y)
+        for line in range(top, top + tree.size.height):
+            node = tree.get_node_at_line(line)
+            if node is None:
+                break
+            if node.data is not None and node.data.container is None:
+                node.set_label(self._label(node.data.host, width, need))
+
+    def cycle_order(self) -> str:
+        """`o`: configured order <-> most free GPU memory first (sorted now; `o` twice sorts again)."""
+        self.order = ORDERS[(ORDERS.index(self.order) + 1) % len(ORDERS)]
+        self._sorted = None
+        self.refresh_fleet()
+        return self.order
+
+    def _names(self) -> list[str]:
+        if self.order == ORDERS[0]:
+            return list(self.hosts)
+        if self._sorted is None or set(self._sorted) != set(self.hosts):
+            connected = {n: h.state == "connected" for n, h in self.hosts.items()}
+            self._sorted = sorted(self.hosts, key=lambda n: (not connected[n], -self.hosts[n].free_mib()))
+        return self._sorted
+
+    def _label(self, name: str, width: int, need: FitNeed | None = None) -> Text:
         health = self.fleet.run_health(name, self.state_of)
-        return host_label(self.hosts[name], health, width, self.runs_silence(name))
+        host = self.hosts[name]
+        return host_label(host, health, width, self.runs_silence(name), host.fits(need))
 
     def _name_width(self) -> int:
         return min(max((len(n) for n in self.hosts), default=4), NAME_WIDTH)
@@ -220,14 +258,15 @@ class FleetPane(Vertical):
         tree.clear()
         self._host_nodes = {}
         target_line = None
-        width = self._name_width()
-        for name, host in self.hosts.items():
+        width, need = self._name_width(), self.fit_need()
+        for name in self._names():
+            host = self.hosts[name]
             kids = [
                 c for c in host.containers if matches(needle, name, c.label, c.status, c.name, host.address)
             ]
-            if not kids and not matches(needle, name, host.address, host.source):
+            if not kids and not matches(needle, name, host.address, host.source, host.state):
                 continue
-            label = self._label(name, width)
+            label = self._label(name, width, need)
             unfold = name in self.unfolded or bool(needle and kids)
             node = tree.root.add(label, data=Pick(name, None), expand=unfold)
             self._host_nodes[name] = node
