@@ -216,7 +216,8 @@ def main() -> None:
             print(
                 f"fleet --json --interval 1: first host's line {got['first']:.2f} s, every host's first "
                 f"{got['all']:.1f} s; then {args.seconds:g} s: sgtui CPU {got['cpu_pct']:.2f} % of one core, "
-                f"{got['lines_s']:.0f} lines/s, RSS {got['rss']:.0f} MiB; sim-host RSS "
+                f"{got['lines_s']:.0f} lines/s (so {got['cpu_pct'] * n / max(got['lines_s'], 1):.2f} % "
+                f"at {n} lines/s), RSS {got['rss']:.0f} MiB; sim-host RSS "
                 f"{rss_mib(sims.pid):.0f} MiB; load {load()}",
                 flush=True,
             )
