@@ -154,6 +154,14 @@ def container_label(c: ContainerView, live: bool = True) -> Text:
     return text
 
 
+def _set_label(node: TreeNode[Pick], label: Text) -> None:
+    """`TreeNode.set_label` without the repaint message it queues per node (each scanning the lines on
+    screen): the pane relabels the rows on screen each second and repaints the tree once. The node's
+    update count is what Tree's line cache keys on, so the row is drawn anew."""
+    node._label = node.tree.process_label(label)
+    node._updates += 1
+
+
 def matches(needle: str, *haystack: str) -> bool:
     return not needle or any(needle in h.lower() for h in haystack)
 
@@ -180,6 +188,8 @@ class FleetPane(Vertical):
         self.fit_need: Callable[[], FitNeed | None] = lambda: None
         self.order = ORDERS[0]
         self._sorted: list[str] | None = None  # the free-memory order, as of the last sort
+        self._generation = 0  # refresh_fleet calls; a label made for an older one is stale
+        self._drawn: dict[str, int] = {}  # host -> the generation its row's label was made for
         self.unfolded: set[str] = set()
         self._host_nodes: dict[str, TreeNode[Pick]] = {}
         self._shape: tuple[object, ...] = ()
@@ -212,6 +222,7 @@ class FleetPane(Vertical):
             self.order,
             tuple((n, h.containers_error, tuple(h.containers), h.state) for n, h in self.hosts.items()),
         )
+        self._generation += 1  # every label on screen is made again (ages moved)
         if shape != self._shape:
             self._shape = shape
             self._rebuild(needle)
@@ -219,15 +230,23 @@ class FleetPane(Vertical):
         self._relabel_visible()
 
     def _relabel_visible(self, _scroll: float = 0.0) -> None:
+        """The host rows on screen not yet labelled for this tick get their label; one repaint."""
         tree = self.tree
         width, need = self._name_width(), self.fit_need()
         top = int(tree.scroll_offset.y)
+        changed = False
         for line in range(top, top + tree.size.height):
             node = tree.get_node_at_line(line)
             if node is None:
                 break
-            if node.data is not None and node.data.container is None:
-                node.set_label(self._label(node.data.host, width, need))
+            if node.data is None or node.data.container is not None:
+                continue
+            if self._drawn.get(node.data.host) != self._generation:
+                self._drawn[node.data.host] = self._generation
+                _set_label(node, self._label(node.data.host, width, need))
+                changed = True
+        if changed:
+            tree.refresh()
 
     def cycle_order(self) -> str:
         """`o`: configured order <-> most free GPU memory first (sorted now; `o` twice sorts again)."""
@@ -267,6 +286,7 @@ class FleetPane(Vertical):
             if not kids and not matches(needle, name, host.address, host.source, host.state):
                 continue
             label = self._label(name, width, need)
+            self._drawn[name] = self._generation
             unfold = name in self.unfolded or bool(needle and kids)
             node = tree.root.add(label, data=Pick(name, None), expand=unfold)
             self._host_nodes[name] = node
