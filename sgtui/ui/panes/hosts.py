@@ -110,10 +110,10 @@ def host_label(
     fits: bool = False,
 ) -> Text:
     """`silence`: how long the host's live runs' health has gone unconfirmed (a frozen link), else None.
-    `fits`: the launch in view has room here (`HostModel.fits`): "✓" before the name, which is green."""
+    `fits`: the launch in view has room here (`HostModel.fits`): the name in green and "✓ fits" after
+    the GPUs."""
     mark, style = STATE_MARK.get(host.state, ("?", "dim"))
     text = Text(f"{mark} ", style=style)
-    text.append("✓" if fits else " ", style="bold green")
     text.append(Text(host.name.ljust(width), style="bold green" if fits else "bold"))
     state = host.state
     age = age_text(host.state_age)
@@ -127,6 +127,8 @@ def host_label(
             gpus.stylize("dim")
             gpus.append(f" {age_text(quiet)} ago", style="bold yellow")
         text.append(gpus)
+        if fits:
+            text.append(" ✓ fits", style="bold green")
         text.append("  ")
         text.append(runs_text(*runs, silence))
     elif state == "lost" and host.gpus:  # the last values known, greyed: they are no longer live
@@ -166,6 +168,7 @@ def matches(needle: str, *haystack: str) -> bool:
     return not needle or any(needle in h.lower() for h in haystack)
 
 
+HIDDEN_ROWS = 60  # rows kept labelled while the hosts tab is not shown
 ORDERS = ("configured", "free memory")  # `o` cycles; "free memory": most free GPU memory first
 
 
@@ -212,6 +215,10 @@ class FleetPane(Vertical):
     def on_mount(self) -> None:
         self.watch(self.tree, "scroll_y", self._relabel_visible, init=False)
 
+    def on_resize(self) -> None:
+        self._generation += 1
+        self.call_after_refresh(self._relabel_visible)
+
     def refresh_fleet(self) -> None:
         """Redraw from the fleet state: the labels on screen in place when only values changed (ages,
         GPUs, runs: 500 hosts relabelled every second would hold the app up; a row scrolled into view is
@@ -235,7 +242,8 @@ class FleetPane(Vertical):
         width, need = self._name_width(), self.fit_need()
         top = int(tree.scroll_offset.y)
         changed = False
-        for line in range(top, top + tree.size.height):
+        # a hidden tab has no height: its first rows are kept current, so that it opens current
+        for line in range(top, top + (tree.size.height or HIDDEN_ROWS)):
             node = tree.get_node_at_line(line)
             if node is None:
                 break

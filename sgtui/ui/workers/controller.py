@@ -36,7 +36,7 @@ class Controller:
         self._tails: dict[str, list[Worker[Any]]] = {}
         self._listing = 0  # numbers each runs listing asked for
         self._listed: dict[tuple[str, str], int] = {}  # per host and target: the newest listing posted
-        self._gpu_batch: dict[str, m.GpuSampled] = {}  # the latest sample per host, not yet posted
+        self._gpu_batch: list[m.GpuSampled] = []  # samples not yet posted, in order
         self._gpu_flush: asyncio.TimerHandle | None = None
 
     def post(self, message: Message) -> None:
@@ -133,13 +133,13 @@ class Controller:
             await asyncio.sleep(next(delays, RECONNECT_S[-1]))
 
     def _sampled(self, sample: m.GpuSampled) -> None:
-        """Into the next batch (a host sampled twice within GPU_BATCH_S keeps its latest)."""
-        self._gpu_batch[sample.host] = sample
+        """Into the next batch (every sample, in order: the histories keep each one)."""
+        self._gpu_batch.append(sample)
         if self._gpu_flush is None:
             self._gpu_flush = asyncio.get_running_loop().call_later(GPU_BATCH_S, self._flush_gpus)
 
     def _flush_gpus(self) -> None:
-        batch, self._gpu_batch, self._gpu_flush = list(self._gpu_batch.values()), {}, None
+        batch, self._gpu_batch, self._gpu_flush = self._gpu_batch, [], None
         if len(batch) == 1:
             self.post(batch[0])
         elif batch:
