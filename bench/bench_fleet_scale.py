@@ -87,10 +87,10 @@ async def singles(names: list[str], count: int) -> list[float]:
     return sorted(took)
 
 
-async def connect_all(names: list[str]) -> tuple[float, int]:
+async def connect_all(names: list[str], concurrency: int | None = None) -> tuple[float, int]:
     configs = load_hosts(ssh_config=False)
     pool = ConnectionPool(configs, user_known_hosts=None)
-    fleet = Fleet(pool, names)
+    fleet = Fleet(pool, names) if concurrency is None else Fleet(pool, names, concurrency=concurrency)
     t0 = time.perf_counter()
     views = await fleet.connect_all()
     wall = time.perf_counter() - t0
@@ -179,6 +179,8 @@ def main() -> None:
     parser.add_argument("--singles", type=int, default=10)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--skip-once", action="store_true")
+    parser.add_argument("--connect-only", action="store_true", help="singles and connect-all only")
+    parser.add_argument("--concurrency", type=int, nargs="*", help="connect-all at each of these")
     parser.add_argument(
         "--runs-every", type=float, default=60.0, help="`sgtui fleet --runs-every` (its default: 60)"
     )
@@ -199,12 +201,16 @@ def main() -> None:
                 f"({len(took)} hosts, one at a time)",
                 flush=True,
             )
-            wall, up = asyncio.run(connect_all(names))
-            print(
-                f"connect-all: {wall:.2f} s for {up}/{n} up = {wall / median:.1f}x the median single "
-                f"({wall / took[-1]:.1f}x the slowest); load {load()}",
-                flush=True,
-            )
+            for concurrency in args.concurrency or [None]:
+                wall, up = asyncio.run(connect_all(names, concurrency))
+                print(
+                    f"connect-all (concurrency {concurrency or 'default'}): {wall:.2f} s for {up}/{n} up = "
+                    f"{wall / median:.1f}x the median single ({wall / took[-1]:.1f}x the slowest); "
+                    f"load {load()}",
+                    flush=True,
+                )
+            if args.connect_only:
+                continue
             if not args.skip_once:
                 t, rc, full, cpu = once(env)
                 print(
