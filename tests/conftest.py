@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,3 +29,21 @@ def session_leader() -> Iterator[subprocess.Popen[bytes]]:
     yield proc
     proc.kill()
     proc.wait()
+
+
+@pytest.fixture
+def other_user() -> Iterator[tuple[str, int]]:
+    """A second local user (name, uid), created for this test and removed after it (skips saying why
+    where that is impossible: not root, or no useradd)."""
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        pytest.skip("a second local user needs root and useradd to create it")
+    name = f"sgtui-t{os.getpid() % 100000}"
+    made = subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"useradd failed here: {made.stderr.decode().strip()}")
+    try:
+        import pwd
+
+        yield name, pwd.getpwnam(name).pw_uid
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)

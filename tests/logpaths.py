@@ -107,6 +107,8 @@ class _Chunk:
 @dataclass
 class _Record:
     log_path: str
+    id: str = "fake-run"
+    pid: int = 4242
 
 
 class FakeRun:
@@ -129,12 +131,33 @@ class FakeRun:
     async def read_rest(self, record: Any, offset: int) -> _Chunk:
         return _Chunk(self.lines[offset:], offset, len(self.lines))
 
+    async def stop(self, record: Any, grace: float) -> Any:
+        """A failed run still running is stopped by the watch (launch_leftover.py): it ends here."""
+        from sgtui.remote.runs import StopResult
+
+        self.rc = self.rc if self.rc is not None else -15
+        self.delivered = len(self.lines)
+        return StopResult("stopped", "TERM", 0, 0.0)
+
     async def status(self, record: Any) -> Any:
         from sgtui.remote.runs import RunState, RunStatus
 
         if self.rc is None or self.delivered < len(self.lines):
             return RunStatus(RunState.RUNNING)
         return RunStatus(RunState.EXITED, self.rc)
+
+
+def run_watch(run: Any, record: Any, printer: Any, **options: Any) -> tuple[int, Any]:
+    """`launch.Watch(...).run()` on a fake run, its polls and waits shortened: (exit code, the watch)."""
+    from sgtui.commands import launch, launch_leftover
+
+    watch = launch.Watch(run, record, printer, **options)
+    saved = launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S
+    launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = 0.01, 0.05, 0.04
+    try:
+        return asyncio.run(watch.run()), watch
+    finally:
+        launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = saved
 
 
 def via_watch(path: Path, rc: int | None) -> tuple[Verdict, list[dict[str, Any]]]:
@@ -144,14 +167,7 @@ def via_watch(path: Path, rc: int | None) -> tuple[Verdict, list[dict[str, Any]]
     lines, reversed_order = live_lines(path)
     out = io.StringIO()
     printer = launch.Printer(json_events=True, out=out)
-    run = FakeRun(lines, rc)
-    watch = launch.Watch(run, _Record(str(path)), printer, timeout=0.3)  # type: ignore[arg-type]
-    saved = launch.STATUS_POLL_S, launch.ERROR_SETTLE_S
-    launch.STATUS_POLL_S, launch.ERROR_SETTLE_S = 0.01, 0.05
-    try:
-        asyncio.run(watch.run())
-    finally:
-        launch.STATUS_POLL_S, launch.ERROR_SETTLE_S = saved
+    _, watch = run_watch(FakeRun(lines, rc), _Record(str(path)), printer, timeout=0.3)
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     for event in events:
         if event["event"] == "error" and reversed_order:

@@ -26,9 +26,11 @@ def _fit(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    """The report, after checking the exit code says the verdict: 3 for "fails", else 0 (DESIGN.md)."""
     rc, out, err = _fit(capsys, "--json", *argv)
-    assert rc == 0, err
-    return json.loads(out)
+    data = json.loads(out)
+    assert rc == (3 if data["verdict"] == "fails" else 0), err
+    return data
 
 
 def _example_a(version: str, *options: str) -> list[str]:
@@ -101,7 +103,7 @@ def test_a_local_draft_model_folder_is_read(capsys: pytest.CaptureFixture[str], 
 
 def test_human_table_shows_budget_verdict_error_and_warnings(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = _fit(capsys, *_example_a("0.5.9"))
-    assert rc == 0
+    assert rc == 3  # "fails": a script can gate a launch on the exit code
     assert "rest = A - P*(1-mfs) = 21.50 - 7.05 = 14.45 GiB" in out
     assert re.search(r"^  verdict +FAILS$", out, re.MULTILINE)
     assert "RuntimeError: Not enough memory." in out
@@ -111,7 +113,7 @@ def test_human_table_shows_budget_verdict_error_and_warnings(capsys: pytest.Capt
 
 def test_human_table_of_a_failing_launch_says_what_ate_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = _fit(capsys, *_example_a("0.5.9"))
-    assert rc == 0
+    assert rc == 3
     assert re.search(r"^  - speculative state +13\.76 GiB: 48 requests x 4 draft tokens ", out, re.MULTILINE)
     assert re.search(r"^  - Mamba state +3\.44 GiB: 48 slots ", out, re.MULTILINE)
     assert re.search(r"^  = KV pool +-2\.75 GiB: -[\d,]+ tokens ", out, re.MULTILINE)
@@ -141,7 +143,7 @@ def test_human_table_of_a_dense_model_blames_the_weights_when_no_pool_took_anyth
         *("--config", str(LLAMA), "--gpu", "H100-80G", "--free-gib", "78.5", "--weights-gib", "70"),
         *("--", "--mem-fraction-static", "0.85"),
     )
-    assert rc == 0
+    assert rc == 3
     assert re.search(r"^  = KV pool +-3\.28 GiB: -26,\d{3} tokens ", out, re.MULTILINE)
     assert re.search(r"^  why +after the weights the static budget is -3\.28 GiB: nothing is left", out, re.M)
     assert not re.search(r"^  max running requests", out, re.MULTILINE)
@@ -245,3 +247,15 @@ def test_human_table_shows_the_sliding_window_split(
     assert rc == 0
     assert "sliding window" in out and "SWA" in out
     assert re.search(r"^  verdict +FITS$", out, re.MULTILINE)
+
+
+def test_the_exit_code_says_the_verdict_so_a_script_can_gate_a_launch(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """0 for fits or tight, 3 for fails (the report is printed either way), 2 for bad input."""
+    fails, out, _ = _fit(capsys, *_example_a("0.5.9"))
+    assert fails == 3 and re.search(r"^  verdict +FAILS$", out, re.MULTILINE)
+    fits, out, _ = _fit(capsys, *_example_a("0.5.23"))
+    assert fits == 0 and re.search(r"^  verdict +FITS$", out, re.MULTILINE)
+    bad, _, _ = _fit(capsys, "--gpu", "A6000", "--", "--tp-size", "two")
+    assert bad == 2

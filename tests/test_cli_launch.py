@@ -21,8 +21,11 @@ def test_the_working_profile_is_followed_to_ready_and_exits_0(tmp_path: Path) ->
         result = sgtui("launch", str(profile), "--watch", config_dir=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert "launched qwen36-27b-2xa6000-mrr8 on sim (pct 129)" in lines[0]
-    kinds = [line.split("] ", 1)[1].split()[0] for line in lines[1:] if "] " in line]
+    assert lines[0].endswith("preflight: FITS")  # checked first: fits, every check ok
+    launched = next(i for i, line in enumerate(lines) if "] launched " in line)
+    assert "launched qwen36-27b-2xa6000-mrr8 on sim (pct 129)" in lines[launched]
+    assert all(": ok: " in line for line in lines[1:launched]), lines[:launched]
+    kinds = [line.split("] ", 1)[1].split()[0] for line in lines[launched + 1 :] if "] " in line]
     for kind in ("server_args", "load_weight_end", "kv_cache_allocated", "cuda_graph_end", "ready"):
         assert kind in kinds, result.stdout
     assert kinds.index("load_weight_end") < kinds.index("kv_cache_allocated") < kinds.index("ready")
@@ -32,14 +35,64 @@ def test_the_working_profile_is_followed_to_ready_and_exits_0(tmp_path: Path) ->
     assert lines[-1].split("] ", 1)[1].startswith("ready: ")
 
 
-def test_the_0_5_9_profile_fails_with_the_not_enough_memory_diagnosis_and_exits_1(tmp_path: Path) -> None:
+def test_the_0_5_9_profile_is_refused_with_exit_3_and_launches_to_its_predicted_failure_with_force(
+    tmp_path: Path,
+) -> None:
+    """The preflight predicts SGLang 0.5.9's "Not enough memory": nothing is launched (exit 3, no run
+    recorded); `--force --watch` launches it, and it fails with exactly that error (exit 1)."""
     with running_sim_host(tmp_path) as host:
         profile = host.profile("qwen36-27b-2xa6000.yaml", server_port=free_port())
-        result = sgtui("launch", str(profile), "--watch", config_dir=tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "error (not_enough_memory)" in result.stdout
-    assert "diagnosis: " in result.stdout
-    assert "failed: not_enough_memory" in result.stdout.splitlines()[-1]
+        refused = sgtui("launch", str(profile), "--watch", "--json-events", config_dir=tmp_path)
+        runs = sgtui("runs", "--profile", str(profile), "--json", config_dir=tmp_path)
+        forced = sgtui("launch", str(profile), "--force", "--watch", config_dir=tmp_path)
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    events = [json.loads(line) for line in refused.stdout.splitlines()]
+    pre = events[0]
+    assert pre["event"] == "preflight" and pre["verdict"] == "fails"
+    assert pre["error"].startswith("RuntimeError: Not enough memory")
+    assert pre["fix"] is not None and pre["fix"][0].startswith("--")
+    names = {c["name"]: c["ok"] for c in pre["checks"]}
+    assert names == {"fit": False, "port": True, "gpus": True, "model_path": True, "sglang_release": True}
+    assert [e["event"] for e in events] == ["preflight", "not_launched"]
+    assert runs.returncode == 0 and json.loads(runs.stdout) == []
+
+    assert forced.returncode == 1, forced.stdout + forced.stderr
+    text = forced.stdout
+    assert "preflight: FAILS: RuntimeError: Not enough memory" in text
+    assert "--force: launching although the fit predicts it fails" in text
+    assert "error (not_enough_memory)" in text and "diagnosis: " in text
+    assert "failed: not_enough_memory" in text.splitlines()[-1]
+
+
+def test_a_port_in_use_on_the_target_refuses_the_launch_naming_the_port(tmp_path: Path) -> None:
+    """The port check binds the asked port inside the container (the sim maps it to its own), where an
+    old server still holds it: exit 3 before anything starts, the fit itself says it fits."""
+    with running_sim_host(tmp_path, "--scenario", "port-in-use") as host:
+        profile = host.profile("qwen36-27b-2xa6000-mrr8.yaml")
+        result = sgtui("launch", str(profile), "--json-events", config_dir=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    pre = json.loads(result.stdout.splitlines()[0])
+    assert pre["verdict"] == "fits"
+    port = next(c for c in pre["checks"] if c["name"] == "port")
+    assert not port["ok"] and port["message"].startswith("port 30000 is already in use")
+    assert [json.loads(line)["event"] for line in result.stdout.splitlines()] == ["preflight", "not_launched"]
+
+
+def test_gpus_held_by_another_process_are_named_and_their_memory_is_not_free_for_the_fit(
+    tmp_path: Path,
+) -> None:
+    """Another user's process holds 20 GiB on GPU 1: the GPU check names it, and the fit is made with
+    what is really free there (SGLang's minimum over ranks), not the card's size."""
+    with running_sim_host(tmp_path, "--scenario", "other-user") as host:
+        profile = host.profile("qwen36-27b-2xa6000-mrr8.yaml", server_port=free_port())
+        result = sgtui("launch", str(profile), "--json-events", config_dir=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    pre = json.loads(result.stdout.splitlines()[0])
+    gpus = next(c for c in pre["checks"] if c["name"] == "gpus")
+    assert not gpus["ok"]
+    assert "pid 4190001" in gpus["message"] and "/usr/bin/python3" in gpus["message"]
+    assert "20480 MiB on GPU 1" in gpus["message"]
+    assert pre["verdict"] == "fails"  # 20 GiB less on GPU 1 leaves too little for the weights and pools
 
 
 def test_json_events_prints_one_object_per_event(tmp_path: Path) -> None:
@@ -48,7 +101,9 @@ def test_json_events_prints_one_object_per_event(tmp_path: Path) -> None:
         result = sgtui("launch", "qwen36-27b-2xa6000-mrr8", "--watch", "--json-events", config_dir=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
-    assert events[0]["event"] == "launched" and events[0]["run"]["target"] == {"kind": "pct", "id": "129"}
+    assert events[0]["event"] == "preflight" and events[0]["verdict"] == "fits" and events[0]["fix"] is None
+    assert all(c["ok"] for c in events[0]["checks"]) and events[0]["error"] is None
+    assert events[1]["event"] == "launched" and events[1]["run"]["target"] == {"kind": "pct", "id": "129"}
     milestones = [e for e in events if e["event"] == "milestone"]
     assert milestones[-1]["kind"] == "ready"
     weights = next(e for e in milestones if e["kind"] == "load_weight_end")
@@ -61,7 +116,8 @@ def test_launch_without_watch_returns_once_the_run_is_detached(tmp_path: Path) -
         profile = host.profile("qwen36-27b-2xa6000-mrr8.yaml", server_port=free_port())
         result = sgtui("launch", str(profile), config_dir=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert len(result.stdout.splitlines()) == 1 and "pid " in result.stdout
+    launched = [line for line in result.stdout.splitlines() if line.startswith("[")]
+    assert len(launched) == 2 and "preflight: FITS" in launched[0] and "pid " in launched[1]
 
 
 def test_a_bad_profile_lists_every_problem_and_exits_2(tmp_path: Path) -> None:
@@ -177,3 +233,15 @@ async def test_the_watch_says_what_happened_to_a_container_that_took_the_run_wit
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert watch.exited and events[0]["event"] == "note"
     assert events[0]["message"] == "its container sglang was removed"
+
+
+def test_a_host_that_cannot_be_reached_is_a_failure_not_a_prediction(tmp_path: Path) -> None:
+    """Exit 1 with the connection's own words: nothing was predicted about the launch (3 means that)."""
+    closed = free_port()  # nothing listens there
+    (tmp_path / "hosts.yaml").write_text(f"dead:\n  hostname: 127.0.0.1\n  port: {closed}\n  user: root\n")
+    profile = tmp_path / "p.yaml"
+    profile.write_text("name: p\nhost: dead\npython: /usr/bin/python3\nsglang:\n  model-path: /m\n")
+    result = sgtui("launch", str(profile), "--json-events", config_dir=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["error"]

@@ -95,8 +95,8 @@ def test_pre_launch_checks_name_the_node_with_another_sglang_version(tmp_path: P
     with running_sim_host(tmp_path, "--hosts", "2", "--scenario", "multinode-version-skew") as sims:
         profile = sims.profile("multinode-demo.yaml", server_port=free_port())
         result = sgtui("launch", str(profile), "--watch", config_dir=tmp_path, timeout=120)
-        assert result.returncode == 1
-        checks = [ln for ln in result.stdout.splitlines() if "check:" in ln]
+        assert result.returncode == 3  # predicted to fail: nothing launched
+        checks = [ln for ln in result.stdout.splitlines() if "nodes: FAILED: " in ln]
         assert len(checks) == 1, result.stdout
         assert "node 1 (sim-2 pct 129): SGLang 0.5.9, but node 0 has 0.5.11" in checks[0]
         assert "launched multinode-demo" not in result.stdout  # nothing was started
@@ -113,8 +113,12 @@ def test_pre_launch_checks_name_each_node_that_cannot_reach_the_dist_init_port(t
         profile = tmp_path / "profiles" / "three.yaml"
         profile.write_text(wrong.replace("port: 30000", f"port: {free_port()}"))
         result = sgtui("launch", str(profile), "--json-events", config_dir=tmp_path, timeout=120)
-        assert result.returncode == 1
-        failed = [e for e in events(result.stdout) if e["event"] == "check_failed"]
+        assert result.returncode == 3
+        got = events(result.stdout)
+        assert got[0]["event"] == "preflight" and got[-1]["event"] == "not_launched"
+        nodes = [c for c in got[0]["checks"] if c["name"] == "nodes"]  # type: ignore[union-attr]
+        assert len(nodes) == 2 and not any(c["ok"] for c in nodes)
+        failed = [e for e in got if e["event"] == "check_failed"]
         assert [(e["node_rank"], e["host"]) for e in failed] == [(1, "sim-2"), (2, "sim-3")]
         for e in failed:
             message = str(e["message"])

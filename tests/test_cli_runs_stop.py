@@ -7,12 +7,8 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.sim.simhost_process import running_sim_host, sgtui
 
@@ -36,8 +32,9 @@ RUN_KEYS = [
 def _launch(config_dir: Path, profile: Path, *extra: str) -> dict[str, object]:
     result = sgtui("launch", str(profile), "--json-events", *extra, config_dir=config_dir)
     assert result.returncode == 0, result.stdout + result.stderr
-    event = json.loads(result.stdout.splitlines()[0])
-    assert event["event"] == "launched"
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0]["event"] == "preflight"  # the preflight comes first, then the launch
+    event = next(e for e in events if e["event"] == "launched")
     return dict(event["run"])
 
 
@@ -47,23 +44,8 @@ def _runs(config_dir: Path, profile: Path) -> list[dict[str, object]]:
     return list(json.loads(result.stdout))
 
 
-@pytest.fixture
-def other_user() -> Iterator[int]:
-    """A second local user, created for this test and removed after it."""
-    if os.geteuid() != 0 or shutil.which("useradd") is None:
-        pytest.skip("planting a record owned by another uid needs root and useradd to create that user")
-    name = f"sgtui-c{os.getpid() % 100000}"
-    made = subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip(f"useradd failed here: {made.stderr.decode().strip()}")
-    try:
-        yield pwd.getpwnam(name).pw_uid
-    finally:
-        subprocess.run(["userdel", name], capture_output=True)
-
-
 def test_runs_are_private_foreign_records_are_refused_and_own_runs_stop(
-    tmp_path: Path, other_user: int
+    tmp_path: Path, other_user: tuple[str, int]
 ) -> None:
     victim = subprocess.Popen(["sleep", "120"], start_new_session=True)
     try:
@@ -93,7 +75,7 @@ def test_runs_are_private_foreign_records_are_refused_and_own_runs_stop(
                 json.dumps({"argv": ["/usr/bin/sleep", "120"], "target": {"kind": "pct", "id": "129"}})
             )
             for p in (planted, planted / "run.json", planted / "command.json"):
-                os.chown(p, other_user, -1)
+                os.chown(p, other_user[1], -1)
 
             listed = _runs(tmp_path, profile)
             assert [r["id"] for r in listed] == [planted.name, run["id"]]  # newest first
@@ -124,9 +106,16 @@ def test_runs_are_private_foreign_records_are_refused_and_own_runs_stop(
             )
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             assert f"process group {run['pgid']}" in stopped.stdout and "leader:" in stopped.stdout
-            assert f"stopped {run['id']}" in stopped.stdout
+            assert f"stopped {run['id']} (drained and ended on TERM)" in stopped.stdout
+            assert "TERM to the server's main process (pid " in stopped.stdout  # each step with its time
+            assert "its main process ended" in stopped.stdout and "KILL" not in stopped.stdout
+            log = Path(str(run["log_path"])).read_text()
+            assert "Gracefully exiting... Remaining number of requests 0" in log
+            assert [r["state"] for r in _runs(tmp_path, profile)] == ["foreign", "stopped"]
             again = sgtui("stop", str(run["id"]), "--profile", str(profile), "--yes", config_dir=tmp_path)
-            assert again.returncode == 0 and "already ended" in again.stdout
+            assert again.returncode == 0, again.stdout + again.stderr
+            # an ended run: one line, no empty leader and no mismatch warning before it
+            assert again.stdout == f"{run['id']} had already ended; nothing was signalled\n"
             assert victim.poll() is None
     finally:
         victim.kill()
@@ -168,7 +157,7 @@ def test_stop_asks_first_unless_yes_and_refuses_bad_input(tmp_path: Path) -> Non
             assert told.returncode == code, told.stdout + told.stderr
             assert "Stop it? [y/N]" in told.stdout and f"process group {run['pgid']}" in told.stdout
             state = _runs(tmp_path, profile)[0]["state"]
-            assert state == ("running" if answer == "n" else "dead")
+            assert state == ("running" if answer == "n" else "stopped")
         unknown = sgtui(
             "stop", "20990101-000000-000000", "--profile", str(profile), "--yes", config_dir=tmp_path
         )
@@ -198,3 +187,25 @@ def test_two_sim_hosts_side_by_side_never_see_each_other(tmp_path: Path) -> None
         )
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert _runs(a, sim_a.profile(PROFILE))[0]["state"] == "running"
+
+
+def test_runs_prune_keeps_the_newest_ended_runs_and_the_listing_stays_the_contract(tmp_path: Path) -> None:
+    with running_sim_host(tmp_path) as host:
+        profile = host.profile(PROFILE)
+        first = _launch(tmp_path, profile)
+        stop = ("--profile", str(profile), "--yes", "--grace", "3")
+        assert sgtui("stop", str(first["id"]), *stop, config_dir=tmp_path).returncode == 0
+        second = _launch(tmp_path, profile)
+        assert sgtui("stop", str(second["id"]), *stop, config_dir=tmp_path).returncode == 0
+        live = _launch(tmp_path, profile)
+        bad = sgtui("runs", "--profile", str(profile), "--keep", "1", config_dir=tmp_path)
+        assert bad.returncode == 2 and "--keep goes with --prune" in bad.stderr
+        pruned = sgtui(
+            "runs", "--profile", str(profile), "--prune", "--keep", "1", "--json", config_dir=tmp_path
+        )
+        assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+        assert f"pruned 1 ended run(s) on sim (pct 129), kept the newest 1: {first['id']}" in pruned.stderr
+        listed = json.loads(pruned.stdout)  # the --json contract is unchanged: the runs left
+        assert [(r["id"], r["state"]) for r in listed] == [(live["id"], "running"), (second["id"], "stopped")]
+        assert not Path(str(first["run_dir"])).exists()
+        sgtui("stop", str(live["id"]), *stop, config_dir=tmp_path)

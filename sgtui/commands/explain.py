@@ -125,6 +125,45 @@ def _values_text(values: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def _time_lines(analysis: Any) -> list[str]:
+    """Stalls inside the log (gaps past the phase's limit) and how long the phase it ends in had run."""
+    from sgtui.core.logs.state import PHASE_LABELS
+
+    state = analysis.state
+    out = [f"Stall inside the log: {gap['text']}" for gap in state.gaps]
+    end = state.phase_at_end
+    if end and "ran_s" in end:
+        label = PHASE_LABELS.get(end["phase"], end["phase"])
+        idle = end.get("idle_s")
+        quiet = f", {_minutes(idle)} of it without progress" if idle else ""
+        out.append(
+            f"The log ends while {label}: that phase had run {_minutes(end['ran_s'])} at its last line"
+            f"{quiet} (a stall after {_minutes(end['limit_s'])}: {end['basis']})"
+        )
+    return out
+
+
+def _root_lines(analysis: Any, error: Any) -> list[str]:
+    """Where the failure began (rank, node), what it was raised from, and what followed from it."""
+    from sgtui.core.logs.ranks import node_of
+
+    out: list[str] = []
+    rank = getattr(error, "rank", None)
+    if rank:
+        node = node_of(rank, analysis.facts)
+        out.append(f"  failed first on {rank}" + (f" (node {node})" if node is not None else ""))
+    for text in error.values.get("context", ()):
+        out.append(f"  raised while handling: {str(text).strip()[:200]}")
+    for c in getattr(error, "consequences", ()):
+        who = f" {c.rank}" if c.rank else ""
+        out.append(f"  then, as a consequence (line {c.line}{who}, {c.kind}): {c.text[:160]}")
+    return out
+
+
 def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
     """The human report: outcome, timeline with gaps, phase durations, facts, the error and its diagnosis."""
     from sgtui.core.logs.prefix import strip_controls
@@ -145,6 +184,7 @@ def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
         out.append(f"Outcome: {analysis.outcome}, phase: {phase}")
     if analysis.reversed_order:
         out.append("(the file is newest-first, a cloud-logging export; read oldest-first)")
+    out += _time_lines(analysis)
     milestones = analysis.milestones
     if analysis.reversed_order:
         milestones = sorted(milestones, key=lambda m: (m.seconds is None, m.seconds or 0.0))
@@ -189,6 +229,7 @@ def render(name: str, analysis: Any, diagnoses: list[Any]) -> str:
             out.append(
                 f"  the launch died at line {error.death_line}: {(error.death_text or '').strip()[:200]}"
             )
+        out += _root_lines(analysis, error)
     for d in diagnoses:
         out.append("")
         out.append(f"Diagnosis: {d.title}")

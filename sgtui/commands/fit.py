@@ -1,6 +1,7 @@
 """`sgtui fit`: will this SGLang launch fit in GPU memory, and if not, why and what would.
 
-Imports only sgtui.core (no Textual, asyncssh or pynvml), so it answers in a blink.
+Imports only sgtui.core (no Textual, asyncssh or pynvml), so it answers in a blink. Exit 0 for "fits" or
+"tight", 3 for "fails" (DESIGN.md "Exit codes and preflight"), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ if TYPE_CHECKING:
 
 HELP = "predict whether an SGLang launch fits in GPU memory, and why not"
 
+EXIT_FAILS = 3  # the verdict is "fails", so a script can gate a launch on it (0: fits or tight; 2: bad input)
+
 EPILOG = """\
+exit codes: 0 fits or tight, 3 fails (the report is still printed), 2 bad input.
+
 examples:
   sgtui fit --gpu A6000 --gpus 2 --sglang 0.5.9 -- --model-path /models/Qwen3.6-27B --tp-size 2 \\
       --mem-fraction-static 0.85 --context-length 32768 --speculative-algorithm NEXTN
@@ -138,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print(render_text(report, model))
-    return 0
+    return EXIT_FAILS if report.verdict == "fails" else 0
 
 
 def _src(estimated: bool) -> str:
@@ -208,6 +213,11 @@ def render_text(report: FitReport, model: ModelFacts) -> str:
         rows.append(("error", r.error))
     width = max(len(k) for k, _ in rows)
     lines = [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    if r.fixes:
+        lines.append("fixes (best first; each fitted again with the change applied):")
+        for n, fix in enumerate(r.fixes, 1):
+            value = "" if fix.value is True else f" {fix.value}"
+            lines.append(f"  {n}. {fix.flag}{value} -> {fix.verdict}")
     if r.warnings:
         lines.append("warnings:")
         lines.extend(f"  - {w.message}" for w in r.warnings)

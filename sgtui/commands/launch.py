@@ -1,4 +1,9 @@
-"""`sgtui launch PROFILE [--host H] [--watch] [--json-events] [--stall-after S]`: a headless, detached launch.
+"""`sgtui launch PROFILE [--host H] [--force] [--watch] [--json-events] [--stall-after S]`: a headless launch.
+
+First the preflight (`remote/preflight.py`): the fit with the target's release and live GPU memory, and the
+target checks; its event comes first. When it predicts a failure (the fit says "fails", or a blocking check
+failed: port taken, GPUs held by others, no model there) nothing is launched and the exit code is 3, unless
+`--force`.
 
 With --watch it follows the run's log through the one analysis path (core.logs: feed, process_exited,
 finish, check_stall) and prints each startup milestone as it appears (elapsed time and the values the line
@@ -10,12 +15,13 @@ polled so a server that dies without a word is noticed too.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sgtui.commands.events import Printer
 
 if TYPE_CHECKING:
     from sgtui.core.logs import LogClassifier, LogEvent
@@ -25,6 +31,7 @@ HELP = "launch a profile headless; --watch follows it to ready or failure"
 
 STATUS_POLL_S = 0.5  # how often --watch asks whether the process group is still alive
 ERROR_SETTLE_S = 1.0  # after the first fatal line, read this much longer so the whole traceback is in
+PREDICTED_FAILURE = 3  # the exit code when the preflight predicts a failure and nothing was launched
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="run on this host instead of the profile's `host`")
     parser.add_argument(
         "--watch", action="store_true", help="follow the log until ready (exit 0) or failed (1)"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="launch even when the preflight predicts a failure (otherwise: exit 3, nothing launched)",
     )
     parser.add_argument(
         "--json-events", action="store_true", help="print one JSON object per event instead of text lines"
@@ -73,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             printer=printer,
             timeout=args.timeout,
             stall_after=stall_after,
+            force=args.force,
         )
     )
 
@@ -92,55 +105,6 @@ def resolve_profile_path(name: str) -> Path:
     raise UserError(f"profile {name!r}: no such file, and no {name}.yaml in {folder}")
 
 
-class Printer:
-    """Text lines or JSON objects on stdout, one per event, flushed as they happen."""
-
-    def __init__(self, json_events: bool, out: Any = None) -> None:
-        self.json = json_events
-        self.out = out or sys.stdout
-        self.t0 = time.monotonic()
-
-    def elapsed(self) -> float:
-        return round(time.monotonic() - self.t0, 1)
-
-    def emit(self, event: str, human: str, /, **data: Any) -> None:
-        """`human` is the text line; `data` the JSON object's fields besides `event` and `elapsed`."""
-        if self.json:
-            line = json.dumps({"event": event, "elapsed": self.elapsed(), **data}, default=str)
-        else:
-            line = f"[{self.elapsed():7.1f}s] {human}"
-        print(line, file=self.out, flush=True)
-
-    def milestone(self, event: LogEvent, where: str = "", /, **data: Any) -> None:
-        """A startup milestone as `WHERE` `kind [rank]  key=value ...`; the JSON object carries the kind, the
-        log line, the rank tag and the values, then `data` (a multi-node watch adds the node)."""
-        values = " ".join(f"{k}={v}" for k, v in event.values.items())
-        rank = f" [{event.rank}]" if event.rank else ""
-        self.emit(
-            "milestone",
-            f"{where}{event.kind}{rank}" + (f"  {values}" if values else ""),
-            kind=event.kind,
-            line=event.line,
-            rank=event.rank,
-            values=event.values,
-            **data,
-        )
-
-    def diagnosis(self, item: Any, where: str = "", /, **data: Any) -> None:
-        """A diagnosis as its title, its detail lines and a `try:` line per suggested change (`also:` for
-        advice without a flag); the JSON object carries the diagnosis's fields, then `data`."""
-        from dataclasses import asdict
-
-        lines = [
-            f"diagnosis{where}: {item.title}",
-            *("  " + d for d in item.detail.splitlines() if d.strip()),
-        ]
-        for s in item.suggestions:
-            change = " ".join(x for x in (s.flag, s.value) if x)
-            lines.append(f"  try: {change}  ({s.why})" if change else f"  also: {s.why}")
-        self.emit("diagnosis", "\n".join(lines), **data, **asdict(item))
-
-
 async def launch(
     path: Path,
     *,
@@ -149,6 +113,7 @@ async def launch(
     printer: Printer,
     timeout: float | None,
     stall_after: float | None = None,
+    force: bool = False,
 ) -> int:
     from sgtui.core.profiles import dump_profile, load_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
@@ -173,14 +138,23 @@ async def launch(
             timeout=timeout,
             stall_after=stall_after,
             password_cb=ask_password if sys.stdin.isatty() else None,
+            force=force,
         )
     host_name = host or profile.host
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(host_name)
     target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-    manager = RunManager(conn, target, profile.runs_dir or pool.hosts[host_name].runs_dir)
+    runs_dir = profile.runs_dir or pool.hosts[host_name].runs_dir
+    manager = RunManager(conn, target, runs_dir, keep_runs=profile.keep_runs)
     argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
     try:
+        from sgtui.remote.preflight import run_preflight
+
+        await conn.connect()  # a host that cannot be reached is a failure (1), not a prediction (3)
+        checked = await run_preflight(conn, target, profile)
+        printer.preflight(checked.preflight, checked.report)
+        if not printer.go_ahead(checked.preflight, force=force):
+            return PREDICTED_FAILURE
         record = await manager.launch(argv, profile.env, dump_profile(profile), profile.gpus or [])
         printer.emit(
             "launched",
@@ -190,8 +164,16 @@ async def launch(
         )
         if not watch:
             return 0
-        return await Watch(manager, record, printer, timeout, stall_after).run()
+        from sgtui.commands.launch_leftover import stop_command
+        from sgtui.commands.runs import target_text
+
+        where = {"host": host_name, "target": target_text(target)}
+        stop = stop_command(record, profile=None if host else str(path), **where)
+        return await Watch(manager, record, printer, timeout, stall_after, stop_command=stop).run()
     except RemoteError as exc:
+        if getattr(exc, "maybe_running", False):  # cut by a lost connection: it may have started
+            printer.emit("unknown", f"unknown: {exc}", message=str(exc), maybe_running=True)
+            return 1
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1
     finally:
@@ -226,6 +208,8 @@ class Watch:
         timeout: float | None,
         stall_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        stop_command: str | None = None,
     ) -> None:
         from sgtui.core.logs import LogClassifier
 
@@ -237,11 +221,15 @@ class Watch:
         self.error_seen_at: float | None = None
         self.exit_code: int | None = None
         self.exited = False
+        self.stopped = False  # it ended on a stop by sgtui (RunState.STOPPED)
         self.offset = 0  # bytes of the log already classified
+        self.stop_command = stop_command  # the exact `sgtui stop` of this run (launch_leftover.stop_command)
 
     async def run(self) -> int:
         import asyncio
         import contextlib
+
+        from sgtui.commands.launch_leftover import end_watch
 
         tail = asyncio.ensure_future(self._follow())
         try:
@@ -249,11 +237,11 @@ class Watch:
             while True:
                 done = self._verdict()
                 if done is not None:
-                    return self._finish(done)
+                    return await end_watch(self, done)
                 stall = self.classifier.check_stall()
                 if stall is not None:
                     self._event(stall)
-                    return self._finish("stalled")
+                    return await end_watch(self, "stalled")
                 if deadline is not None and time.monotonic() > deadline:
                     self.printer.emit(
                         "timeout", f"gave up after {self.timeout:g} s: still {self.classifier.state.phase}"
@@ -303,12 +291,15 @@ class Watch:
             await asyncio.sleep(STATUS_POLL_S)  # let the tail deliver the last lines first
             await self._read_rest()
             self.exited = True
-            self.exit_code = status.rc
-            if status.disk_full:  # no exit code because it could not be written
+            self.stopped = status.state is RunState.STOPPED  # by `sgtui stop` or the TUI: not by itself
+            self.exit_code = None if self.stopped else status.rc
+            if self.stopped:
+                self.printer.emit("note", f"run {self.record.id} was stopped", message="stopped")
+            elif status.disk_full:  # no exit code because it could not be written
                 self.printer.emit("disk_full", status.disk_full, message=status.disk_full)
             elif status.why:  # what happened to its container (removed, restarted by docker, ...)
                 self.printer.emit("note", f"run {self.record.id}: {status.why}", message=status.why)
-            for event in self.classifier.process_exited(status.rc) + self.classifier.finish():
+            for event in self.classifier.process_exited(self.exit_code) + self.classifier.finish():
                 self._event(event)  # the process is gone: its log has ended (a trailing traceback killed it)
 
     def _event(self, event: LogEvent) -> None:
@@ -332,7 +323,7 @@ class Watch:
             return "failed" if self.exit_code != 0 else "exited"
         return None
 
-    def _finish(self, verdict: str) -> int:
+    def _finish(self, verdict: str, still_running: bool = False) -> int:
 
         from sgtui.core.logs import diagnose
 
@@ -354,20 +345,26 @@ class Watch:
         if verdict == "ready":
             self.printer.emit("ready", f"ready: {self.record.log_path}", log=self.record.log_path)
             return 0
+        from sgtui.commands.launch_leftover import alive_note
+
+        alive = alive_note(verdict, self.record, self.stop_command) if still_running else ""
         if verdict == "stalled":
             self.printer.emit(
                 "failed",
-                f"stalled: {error.text if error else ''} (log {self.record.log_path})",
+                f"stalled: {error.text if error else ''} (log {self.record.log_path}){alive}",
                 error_class="stalled",
                 exit_code=self.exit_code,
                 log=self.record.log_path,
+                still_running=still_running,
             )
             return 1
+        what = error.error_class if error else "stopped" if self.stopped else "the server exited"
         self.printer.emit(
             "failed",
-            f"failed: {error.error_class if error else 'the server exited'} (log {self.record.log_path})",
+            f"failed: {what} (log {self.record.log_path}){alive}",
             error_class=error.error_class if error else None,
             exit_code=self.exit_code,
             log=self.record.log_path,
+            still_running=still_running,
         )
         return 1

@@ -12,16 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sgtui.commands.launch import ERROR_SETTLE_S, STATUS_POLL_S, Printer
+from sgtui.commands.launch import ERROR_SETTLE_S, PREDICTED_FAILURE, STATUS_POLL_S, Printer
+from sgtui.core.preflight import Check
 
 if TYPE_CHECKING:
     from sgtui.core.logs import LogClassifier, LogEvent
     from sgtui.core.node_progress import CrossNode, CrossStall
     from sgtui.core.profiles import Profile
     from sgtui.remote.multinode import MultiNode
+    from sgtui.remote.preflight import PreflightResult
     from sgtui.remote.runs import RunRecord
 
 
@@ -34,6 +37,7 @@ async def launch_multinode(
     timeout: float | None,
     stall_after: float | None,
     password_cb: Any = None,
+    force: bool = False,
 ) -> int:
     from sgtui.core.profiles import dump_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
@@ -43,18 +47,21 @@ async def launch_multinode(
     try:
         nodes = MultiNode(profile, pool)
         addr = await nodes.dist_init_addr()
-        problems = await nodes.precheck(addr)
-        if problems:
-            for problem in problems:
-                printer.emit(
-                    "check_failed",
-                    f"check: {problem}",
-                    node_rank=problem.rank,
-                    host=problem.host,
-                    message=problem.message,
-                )
-            printer.emit("failed", f"not launched: {len(problems)} pre-launch problem(s)", error_class=None)
-            return 1
+        problems, checked = await asyncio.gather(nodes.precheck(addr), _head_preflight(nodes))
+        pre = checked.preflight
+        node_checks = [Check("nodes", False, p.message) for p in problems]
+        pre = replace(pre, checks=[*pre.checks, *node_checks])
+        printer.preflight(pre, checked.report)
+        for problem in problems if printer.json else ():  # the text lists them in the preflight already
+            printer.emit(
+                "check_failed",
+                f"check: {problem}",
+                node_rank=problem.rank,
+                host=problem.host,
+                message=problem.message,
+            )
+        if not printer.go_ahead(pre, force=force):
+            return PREDICTED_FAILURE
         printer.emit("checked", f"checked {len(nodes.nodes)} nodes; dist-init address {addr}", addr=addr)
 
         def launched(record: RunRecord) -> None:
@@ -82,6 +89,14 @@ async def launch_multinode(
         return 1
     finally:
         await pool.close()
+
+
+async def _head_preflight(nodes: MultiNode) -> PreflightResult:
+    """Node 0's preflight: the fit (tp across the nodes) and its checks; the precheck covers the others."""
+    from sgtui.remote.preflight import run_preflight
+
+    head = nodes.head
+    return await run_preflight(head.conn, head.target, nodes.profile)
 
 
 class NodeFollow:

@@ -169,6 +169,8 @@ async def stop_multinode(profile: Profile, run_id: str, grace: float, yes: bool)
             print(f"{where}: had already ended; nothing was signalled")
         elif result.result == "stopped":
             print(f"{where}: stopped ({result.signal}) in {result.seconds:.1f} s")
+            for line in result.step_lines():
+                print(f"{where}:   {line}")
         else:
             print(f"{where}: {result.members} process(es) survived KILL", file=sys.stderr)
             clean = False

@@ -1,9 +1,10 @@
 """`sgtui runs (--profile P | --host H [--target T]) [--json]`: the runs sgtui recorded on a target.
 
-Newest first, each with its state from the target: running, exited (with its exit code), dead (gone
-without one: killed, rebooted, a full disk or its container gone: `RunStatus.note` says which, as the TUI
-does), or foreign (a record this user may not act on; the reason is printed, on stderr with --json, and
-nothing is signalled). The place options are shared with `sgtui stop`.
+Newest first, each with its state from the target: running, exited (ended by itself, with its exit
+code), stopped (ended after a stop by sgtui, which recorded it), dead (gone without an exit code and
+without a recorded stop: killed, rebooted, a full disk or its container gone: `RunStatus.note` says
+which, as the TUI does), or foreign (a record this user may not act on; the reason is printed, on
+stderr with --json, and nothing is signalled). The place options are shared with `sgtui stop`.
 """
 
 from __future__ import annotations
@@ -33,15 +34,28 @@ def add_place_arguments(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_place_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON list")
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="first remove the ended runs beyond the newest --keep (never a running or a foreign one)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=int,
+        help="with --prune: ended runs to keep (default: the profile's keep_runs, else hosts.yaml's, "
+        "else 20)",
+    )
 
 
 @dataclass(frozen=True)
 class Place:
-    """Where to look: a host, a target on it, and the runs dir (None: hosts.yaml's, else the default)."""
+    """Where to look: a host, a target on it, and the runs dir (None: hosts.yaml's, else the default);
+    `keep_runs`: the profile's (None: hosts.yaml's, else the default)."""
 
     host: str
     target: Target
     runs_dir: str | None
+    keep_runs: int | None = None
 
 
 def parse_target(text: str) -> Target:
@@ -75,7 +89,7 @@ def resolve_place(args: argparse.Namespace) -> Place:
             raise UserError("--target goes with --host; a profile names its own target")
         profile = load_profile(resolve_profile_path(args.profile))
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
-        return Place(profile.host, target, profile.runs_dir)
+        return Place(profile.host, target, profile.runs_dir, profile.keep_runs)
     return Place(args.host, parse_target(args.target or "host"), None)
 
 
@@ -88,7 +102,7 @@ def open_manager(place: Place) -> tuple[Transport, RunManager]:
     pool = ConnectionPool(password_cb=ask_password if sys.stdin.isatty() else None)
     conn = pool.get(place.host)
     runs_dir = place.runs_dir or pool.hosts[place.host].runs_dir
-    return conn, RunManager(conn, place.target, runs_dir)
+    return conn, RunManager(conn, place.target, runs_dir, keep_runs=place.keep_runs)
 
 
 def target_text(target: Target) -> str:
@@ -101,6 +115,7 @@ def state_name(status: RunStatus) -> str:
     return {
         RunState.RUNNING: "running",
         RunState.EXITED: "exited",
+        RunState.STOPPED: "stopped",  # ended after a stop by sgtui (recorded by the stop)
         RunState.FOREIGN: "foreign",
     }.get(status.state, "dead")
 
@@ -129,13 +144,23 @@ def run_json(record: RunRecord, status: RunStatus) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from sgtui.core.errors import UserError
+
+    keep = getattr(args, "keep", None)
+    prune = bool(getattr(args, "prune", False))
+    if keep is not None and not prune:
+        raise UserError("--keep goes with --prune")
+    if keep is not None and not 1 <= keep <= 100_000:
+        raise UserError(f"--keep {keep}: give the number of ended runs to keep (1 to 100000)")
     if args.profile and not args.host:
         from sgtui.commands.multinode_runs import multinode_profile, runs_multinode
 
         profile = multinode_profile(args.profile, args.target)
         if profile is not None:
+            if prune:
+                raise UserError("--prune works on one target: give each node's --host (and --target)")
             return asyncio.run(runs_multinode(profile, as_json=args.json))
-    return asyncio.run(_runs(resolve_place(args), as_json=args.json))
+    return asyncio.run(_runs(resolve_place(args), as_json=args.json, prune=prune, keep=keep))
 
 
 async def listed(manager: RunManager) -> list[tuple[RunRecord, RunStatus]]:
@@ -147,7 +172,7 @@ async def listed(manager: RunManager) -> list[tuple[RunRecord, RunStatus]]:
     return list(zip(records, statuses, strict=True))
 
 
-async def _runs(place: Place, *, as_json: bool) -> int:
+async def _runs(place: Place, *, as_json: bool, prune: bool = False, keep: int | None = None) -> int:
     import json
 
     from sgtui.remote.connection import RemoteError
@@ -155,6 +180,19 @@ async def _runs(place: Place, *, as_json: bool) -> int:
     conn, manager = open_manager(place)
     try:
         rows = await listed(manager)
+        if prune:
+            from sgtui.remote.run_prune import prune as prune_runs
+
+            done = await prune_runs(manager, keep or manager.keep_runs, rows)
+            gone = set(done.removed)
+            rows = [(r, s) for r, s in rows if r.key not in gone]
+            said = (
+                f"pruned {len(done.removed)} ended run(s) on {place.host} ({manager.target.label}), "
+                f"kept the newest {done.kept}" + (f": {', '.join(done.removed)}" if done.removed else "")
+            )
+            print(said, file=sys.stderr if as_json else sys.stdout)
+            for name, why in done.refused:
+                print(f"sgtui runs: not pruned {name}: {why}", file=sys.stderr)
     except RemoteError as exc:
         print(f"sgtui runs: {exc}", file=sys.stderr)
         return 1

@@ -1,10 +1,12 @@
 """`sgtui stop RUN_ID (--profile P | --host H [--target T]) [--yes] [--grace S]`: stop one run.
 
 Shows what the stop will hit first (the process group, its owner and age, the group leader's command
-line next to the recorded one, with a warning when they differ) and asks, unless --yes. Then TERM to the
-group, up to --grace seconds, KILL, and a check that nothing of the run is left, including processes
-that left its group (same session, or carrying its SGTUI_RUN_ID). Exit 0 when stopped (or already
-ended), 1 when something is left, 2 on bad input or a record it refuses.
+line next to the recorded one, with a warning when they differ) and asks, unless --yes. Then the stop
+SGLang shuts down cleanly from: TERM to the server's main process and up to --grace seconds for it to
+drain and stop its own children, then TERM to the group, then KILL, and a check that nothing of the run
+is left, including processes that left its group (same session, or carrying its SGTUI_RUN_ID). Prints
+the time of each step. A run that has already ended gets one line saying so, and no question. Exit 0
+when stopped (or already ended), 1 when something is left, 2 on bad input or a record it refuses.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "stop one run: TERM its process group, then KILL; says what is left (asks first unless --yes)"
+HELP = (
+    "stop one run: TERM its server's main process, let it drain, then TERM and KILL its process group; "
+    "says what is left (asks first unless --yes)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_place_arguments(parser)
     parser.add_argument("--yes", action="store_true", help="do not ask before stopping")
     parser.add_argument(
-        "--grace", type=float, default=10.0, help="seconds between TERM and KILL (default 10)"
+        "--grace",
+        type=float,
+        default=10.0,
+        help="seconds the server gets to drain after TERM to its main process, before the group gets TERM "
+        "and then KILL (default 10)",
     )
 
 
@@ -34,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from sgtui.core.runscripts import check_run_id
 
     if not args.grace >= 0:
-        raise UserError(f"--grace {args.grace:g}: give the seconds between TERM and KILL (0 or more)")
+        raise UserError(f"--grace {args.grace:g}: give the seconds the server may take to drain (0 or more)")
     try:
         check_run_id(args.run_id)
     except UserError as exc:
@@ -78,6 +87,9 @@ async def _stop(place: object, run_id: str, grace: float, yes: bool) -> int:
         except PidReusedError as exc:
             print(f"sgtui stop: {exc}")
             return 0
+        if not preview.alive and not preview.outside:
+            print(f"{run_id} had already ended; nothing was signalled")
+            return 0
         print(f"stop {run_id} on {place.host} ({place.target.label}):")
         for line in preview.lines():
             print(f"  {line}")
@@ -100,9 +112,13 @@ async def _stop(place: object, run_id: str, grace: float, yes: bool) -> int:
     if result.result == "not-running":
         print(f"{run_id} had already ended; nothing was signalled")
     elif result.result == "stopped":
-        print(f"stopped {run_id} ({result.signal}) in {result.seconds:.1f} s")
+        how = "drained and ended on TERM" if result.graceful else f"last signal {result.signal}"
+        print(f"stopped {run_id} ({how}) in {result.seconds:.1f} s:")
     else:
         print(f"{result.members} process(es) of {run_id}'s group survived KILL", file=sys.stderr)
+    if result.result != "not-running":
+        for line in result.step_lines():
+            print(f"  {line}")
     for left in result.left:
         print(f"still alive outside its process group: {left.describe()}", file=sys.stderr)
     return 0 if result.clean else 1

@@ -57,6 +57,7 @@ class GpuProcess:
     gpu_uuid: str
     gpu_index: int | None = None
     container: str | None = None
+    user: str | None = None  # the owner of /proc/PID (None when it could not be read)
 
 
 @dataclass(frozen=True)

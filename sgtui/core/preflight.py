@@ -65,3 +65,125 @@ class Preflight:
             "fix": list(self.fix) if self.fix is not None else None,
             "checks": [c.to_json() for c in self.checks],
         }
+
+
+# A GPU with at most this much in use counts as empty for the fit (nvidia-smi shows a few MiB on an idle
+# GPU); above it, what is in use is taken off the fit's baseline for that GPU.
+EMPTY_GPU_MIB = 64.0
+
+
+@dataclass(frozen=True)
+class LiveGpu:
+    """One GPU the run asks for, as nvidia-smi on the target reads it now."""
+
+    index: int
+    name: str
+    total_mib: int
+    used_mib: float | None
+
+
+def fit_on_target(
+    spec: Any, model: Any, gpus: list[LiveGpu], *, version: str, n_gpus: int | None = None
+) -> Any:
+    """The fit for a launch on the target now: its release's rules, its GPUs' size (the smallest asked
+    for), and the memory already in use on each of them (another process's memory is not free for SGLang).
+
+    The baseline before weights is the fit's own estimate for that GPU (`core/fit`), less what is in use
+    on each GPU, one value per GPU so SGLang's minimum over ranks and its unbalanced-memory check apply."""
+    from sgtui.core.fit import fit
+    from sgtui.core.gpus import GpuSpec
+
+    smallest = min(gpus, key=lambda g: g.total_mib)
+    gpu = GpuSpec(smallest.name, smallest.total_mib)
+    report = fit(spec, model, gpu, n_gpus=n_gpus, version=version)
+    used = [g.used_mib or 0.0 for g in gpus]
+    if max(used) <= EMPTY_GPU_MIB:
+        return report
+    free = [report.baseline_free_gib - u / 1024 for u in used]
+    live = fit(spec, model, gpu, n_gpus=n_gpus, version=version, free_gib=free)
+    taken = ", ".join(f"GPU {g.index} {u / 1024:.2f} GiB" for g, u in zip(gpus, used, strict=True) if u)
+    live.notes.append(
+        f"Memory already in use on the target ({taken}, nvidia-smi) is taken off the estimated "
+        f"{report.baseline_free_gib:.2f} GiB free before the weights."
+    )
+    return live
+
+
+def from_fit(report: Any, checks: list[Check], why_unknown: str | None = None) -> Preflight:
+    """The preflight of a launch from its `FitReport` (None: the fit could not be computed, `why_unknown`
+    says why) and the target's checks. The fix is `FitReport.first_fix()`, the one ranking's first."""
+    return from_fit_json(report.to_json() if report is not None else None, checks, why_unknown)
+
+
+def from_fit_json(
+    report: dict[str, Any] | None, checks: list[Check], why_unknown: str | None = None
+) -> Preflight:
+    """The same from the report's JSON (`sgtui fit --json`, what the TUI keeps)."""
+    fit_check = _fit_check(report, why_unknown)
+    if report is None:
+        return Preflight("unknown", None, None, [fit_check, *checks], why_unknown or "the fit was not run")
+    verdict = report.get("verdict") or "unknown"
+    first = first_fix_json(report) if verdict in ("fails", "tight") else None  # "fits" needs none
+    fix = (first.flag, first.value) if first is not None else None
+    return Preflight(verdict, report.get("error"), fix, [fit_check, *checks])
+
+
+def first_fix_json(report: dict[str, Any] | None) -> Any:
+    """`FitReport.first_fix()` of a report's JSON (its `fixes` and `warnings`): the same one ranking."""
+    from types import SimpleNamespace
+
+    from sgtui.core.fit.report import FitReport, FitWarning, Fix
+
+    report = report or {}
+    fixes = [
+        Fix(str(f.get("flag")), f.get("value"), str(f.get("verdict")), str(f.get("why") or ""))
+        for f in report.get("fixes") or []
+    ]
+    warnings = [
+        FitWarning(str(w.get("code", "")), str(w.get("message", "")), w.get("flag"), w.get("suggested_value"))
+        for w in report.get("warnings") or []
+    ]
+    return FitReport.first_fix(SimpleNamespace(fixes=fixes, warnings=warnings))  # type: ignore[arg-type]
+
+
+def _fit_check(report: dict[str, Any] | None, why_unknown: str | None) -> Check:
+    if report is None:
+        return Check("fit", False, f"the fit is not known: {why_unknown}", blocking=False)
+    gpus = f"{report.get('n_gpus', '?')} x {report.get('gpu_name', 'GPU')}"
+    where = f"{gpus}, SGLang {report.get('sglang_version')}"
+    verdict = str(report.get("verdict"))
+    if verdict == "fails":
+        return Check("fit", False, f"FAILS on {where}: {report.get('error')}", blocking=False)
+    slack = report.get("slack_gib")
+    room = f" ({slack:.2f} GiB slack)" if isinstance(slack, int | float) else ""
+    return Check("fit", True, f"{verdict.upper()} on {where}{room}", blocking=False)
+
+
+def fix_text(fix: tuple[str, Any] | None) -> str:
+    """`--flag value` as a person types it (a store_true flag alone)."""
+    if fix is None:
+        return ""
+    flag, value = fix
+    return flag if value is True else f"{flag} {value}"
+
+
+def check_lines(pre: Preflight) -> list[str]:
+    """One line per target check, marked ok / FAILED / warning (a failed check that does not block); the
+    fit's own line is left to the headline that states the verdict."""
+    lines = []
+    for c in pre.checks:
+        if c.name == "fit":
+            continue
+        mark = "ok" if c.ok else ("FAILED" if c.blocking else "warning")
+        lines.append(f"{c.name}: {mark}: {c.message}")
+    return lines
+
+
+def block_reason(pre: Preflight) -> str:
+    """Why a launch from here would fail as predicted, in a few words: the fit's verdict and the names
+    of the failed blocking checks ("" when nothing blocks)."""
+    parts = ["the fit predicts it fails"] if pre.verdict == "fails" else []
+    failed = [c.name for c in pre.checks if not c.ok and c.blocking]
+    if failed:
+        parts.append("failed check" + ("s" if len(failed) > 1 else "") + ": " + ", ".join(failed))
+    return "; ".join(parts)

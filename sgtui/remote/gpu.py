@@ -58,6 +58,7 @@ out=$(nvidia-smi --query-compute-apps={QUERY_APPS_FIELDS} --format=csv,noheader,
 echo "@@apps $rc"; printf '%s\\n' "$out"
 echo "@@gpus"; nvidia-smi --query-gpu=index,uuid --format=csv,noheader,nounits 2>/dev/null
 for pid in $(printf '%s\\n' "$out" | awk -F', *' '$1 ~ /^[0-9]+$/ {{print $1}}'); do
+  echo "@@user $pid $(stat -c %U "/proc/$pid" 2>/dev/null)"
   echo "@@cgroup $pid"; cat "/proc/$pid/cgroup" 2>/dev/null
 done
 echo "@@end"
@@ -87,11 +88,17 @@ def parse_processes(text: str) -> tuple[list[GpuProcess], GpuProblem | None]:
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 2 and parts[0].isdigit():
             by_uuid[parts[1]] = int(parts[0])
+    users: dict[str, str] = {}
+    for key in sections:
+        parts = key.split()
+        if len(parts) == 3 and parts[0] == "user":
+            users[parts[1]] = parts[2]
     procs = [
         replace(
             p,
             gpu_index=by_uuid.get(p.gpu_uuid),
             container=container_from_cgroup("\n".join(sections.get(f"cgroup {p.pid}", []))),
+            user=users.get(str(p.pid)),
         )
         for p in parse_compute_apps(apps_text)
     ]

@@ -11,11 +11,13 @@ import enum
 import ipaddress
 import json
 import shlex
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
 import asyncssh
 
+from sgtui.core.sglang.windows import serving_rules
 from sgtui.remote.connection import RemoteError, Transport
 from sgtui.remote.runs import RunState, RunStatus
 from sgtui.remote.targets import HOST, Target
@@ -59,9 +61,17 @@ class Health:
 
 
 async def http_get(
-    conn: Transport, port: int, path: str, *, host: str = "127.0.0.1", timeout: float = 5.0
+    conn: Transport,
+    port: int,
+    path: str,
+    *,
+    host: str = "127.0.0.1",
+    timeout: float = 5.0,
+    gzip: bool = False,
 ) -> HttpProbe:
-    """A plain HTTP/1.0 GET to host:port as seen from the remote machine."""
+    """A plain HTTP/1.0 GET to host:port as seen from the remote machine. `gzip` asks for a compressed
+    answer (SGLang's /metrics is prometheus_client's ASGI app, which compresses when asked: a 200 kB page
+    crosses the SSH channel as ~20 kB) and inflates it."""
     try:
         reader, writer = await asyncio.wait_for(conn.open_connection(host, port), timeout)
     except TimeoutError:
@@ -79,7 +89,8 @@ async def http_get(
     except (RemoteError, asyncssh.Error, OSError) as exc:
         return HttpProbe(HttpState.UNREACHABLE, detail=str(exc))
     try:
-        request = f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+        extra = "Accept-Encoding: gzip\r\n" if gzip else ""
+        request = f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nConnection: close\r\n{extra}\r\n"
         writer.write(request.encode("ascii"))
         raw = await asyncio.wait_for(reader.read(1 << 20), timeout)
         chunks = [raw]
@@ -105,6 +116,9 @@ def parse_http_response(data: bytes) -> HttpProbe:
     if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
         return HttpProbe(HttpState.ERROR, detail=f"not an HTTP answer: {status_line[:80]!r}")
     status = int(parts[1])
+    if b"\r\ncontent-encoding: gzip" in head.lower():
+        inflate = zlib.decompressobj(wbits=31)
+        body = inflate.decompress(body, MAX_RESPONSE)
     text = body.decode("utf-8", "replace")
     return HttpProbe(HttpState.OK if status == 200 else HttpState.ERROR, status, text, status_line)
 
@@ -121,6 +135,15 @@ def model_name(body: str) -> str | None:
     return None
 
 
+def info_paths(version: str | None) -> tuple[str, str]:
+    """The model info endpoint of `version` first, the other name second (`ServingRules`: /model_info
+    from 0.5.6, where /get_model_info logs a deprecation warning on every call; only /get_model_info
+    before). An unknown release is asked the current name first."""
+    current = serving_rules(version).model_info_path
+    other = "/get_model_info" if current == "/model_info" else "/model_info"
+    return current, other
+
+
 async def probe(
     conn: Transport,
     port: int,
@@ -129,16 +152,31 @@ async def probe(
     process: RunStatus | None = None,
     log_phase: str | None = None,
     timeout: float = 5.0,
+    version: str | None = None,
+    endpoints: dict[str, str] | None = None,
 ) -> Health:
-    """Probe /health, then /get_model_info (falling back to /model_info), and judge with the rest."""
+    """Probe /health, then the release's model info endpoint (the other name on a 404), and judge with
+    the rest. `endpoints`, when given, gets each path asked and its answer ("200", "404", "timeout")."""
     http = await http_get(conn, port, "/health", host=host, timeout=timeout)
+    if endpoints is not None:
+        endpoints["/health"] = answer_word(http)
     model = None
     if http.state is HttpState.OK:
-        info = await http_get(conn, port, "/get_model_info", host=host, timeout=timeout)
+        first, other = info_paths(version)
+        info = await http_get(conn, port, first, host=host, timeout=timeout)
+        if endpoints is not None:
+            endpoints[first] = answer_word(info)
         if info.status == 404:
-            info = await http_get(conn, port, "/model_info", host=host, timeout=timeout)
+            info = await http_get(conn, port, other, host=host, timeout=timeout)
+            if endpoints is not None:
+                endpoints[other] = answer_word(info)
         model = model_name(info.body) if info.state is HttpState.OK else None
     return judge(http, model, process, log_phase)
+
+
+def answer_word(http: HttpProbe) -> str:
+    """How an endpoint answered, in one word: its status code, or refused / timeout / unreachable."""
+    return str(http.status) if http.status is not None else http.state.value
 
 
 def judge(http: HttpProbe, model: str | None, process: RunStatus | None, log_phase: str | None) -> Health:

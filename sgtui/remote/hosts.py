@@ -14,6 +14,7 @@ means here what it means to `ssh`. hosts.yaml (in the config dir) adds or overri
       identities_only: true             # offer only identity_file, never ~/.ssh/id_* or other agent keys
       proxy_command: ssh -W %h:%p gw    # run as OpenSSH would (%h %p %r %n %%); its stdio is the link
       runs_dir: /data/me/sgtui-runs   # default: ~/.local/state/sgtui/runs of the login user, on the target
+      keep_runs: 20                   # ended runs kept per target; older ones are pruned (default 20)
     here:
       local: true            # run on this machine, no SSH
 """
@@ -49,6 +50,7 @@ _HOST_KEYS = {
     "identities_only",
     "proxy_command",
     "runs_dir",
+    "keep_runs",
 }
 
 
@@ -74,6 +76,7 @@ class HostConfig:
     host_key_alias: str | None = None  # the name its key is recorded under in known_hosts
     identities_only: bool = False  # only identity_files (and those keys in the agent) are offered
     proxy_command: str | None = None  # OpenSSH ProxyCommand, %-tokens not yet expanded
+    keep_runs: int | None = None  # ended runs kept per target (None: runscripts.KEEP_RUNS_DEFAULT)
 
     @property
     def key_name(self) -> str:
@@ -238,6 +241,14 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
                 f"got {runs_dir!r}"
             )
             runs_dir = None
+        keep = entry.get("keep_runs")
+        if keep is not None and (
+            isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= 100_000
+        ):
+            problems.append(
+                f"{where}: keep_runs must be a whole number from 1 to 100000, got {short_repr(keep)}"
+            )
+            keep = None
         prior = (base or {}).get(str(name))
         ident = entry.get("identity_file")
         idents = (ident,) if isinstance(ident, str) else tuple(ident or ())
@@ -271,6 +282,7 @@ def parse_hosts_yaml(path: Path, base: Mapping[str, HostConfig] | None = None) -
             if isinstance(entry.get("proxy_command"), str)
             else (prior.proxy_command if prior else None),
             runs_dir=runs_dir or (prior.runs_dir if prior else None),
+            keep_runs=keep or (prior.keep_runs if prior else None),
         )
     if problems:
         raise HostsFileError("; ".join(problems))

@@ -19,6 +19,7 @@ from sgtui.core.profiles.nodes import format_address, parse_address
 from sgtui.remote.connection import RemoteError
 from sgtui.remote.gpu import GpuSampler
 from sgtui.remote.multinode import _LISTENER, IDLE_MIB, MultiNode, NodeProblem, NodeRun, _reason
+from sgtui.remote.preflight import listen_failure, read_model
 from sgtui.remote.targets import sglang_version
 
 PORT_CHECK_S = 5.0  # how long a node tries to reach the dist-init port before calling it unreachable
@@ -79,17 +80,11 @@ async def _model_path(mn: MultiNode, node: NodeRun) -> list[NodeProblem]:
     path = mn.profile.sglang.get("--model-path")
     if not isinstance(path, str) or not path.startswith("/"):
         return []  # a Hugging Face id: each node downloads it (or finds it in its cache)
-    script = f"if [ -e {shlex.quote(path)} ]; then echo '@@sgtui {{\"exists\": true}}'; " + (
-        "else echo '@@sgtui {\"exists\": false}'; fi"
-    )
     try:
-        result = await node.conn.run(node.target.script(script), timeout=60)
+        found = await read_model(node.conn, node.target, path)
     except RemoteError as exc:
         return [_problem(node, _reason(exc))]
-    marker = shell.parse_marker(result.stdout)
-    if marker is None:
-        return [_problem(node, f"cannot check the model path {path} ({_tail(result)})")]
-    if not marker.get("exists"):
+    if not found.exists:
         return [_problem(node, f"the model path {path} does not exist there: copy the model to it")]
     return []
 
@@ -141,14 +136,12 @@ async def _port(mn: MultiNode, dist_init_addr: str) -> list[NodeProblem]:
     try:
         async with head.conn.stream(listener, long_lived=False) as proc:
             text = await _read_until(proc, ("@@listening", "@@sgtui"), timeout=60)
-            marker = shell.parse_marker(text)
-            if marker is not None and "error" in marker:
-                what = "is already in use" if marker["error"] == "EADDRINUSE" else "cannot be listened on"
+            failed = listen_failure(shell.parse_marker(text), port)
+            if failed is not None:
                 return [
                     _problem(
                         head,
-                        f"dist-init port {port} {what} ({marker.get('message')}): stop what holds it, or "
-                        "pick another port in `dist_init_addr`",
+                        f"dist-init {failed}: stop what holds it, or pick another port in `dist_init_addr`",
                     )
                 ]
             if "@@listening" not in text:

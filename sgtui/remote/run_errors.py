@@ -24,6 +24,17 @@ class ForeignRunError(RunError):
     """The run (or the runs dir) is not this user's, or its record cannot be verified: nothing is done."""
 
 
+class LaunchUnknownError(RunError):
+    """The connection dropped while the launch script ran: the detached server may have started (or
+    not). The message says so and how to check; it never says the launch failed. `run_id`: its id."""
+
+    maybe_running = True
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
 class GpusBusyError(RunError):
     """The GPUs were not freed in time; `holders` name who still holds memory."""
 

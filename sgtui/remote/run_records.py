@@ -1,7 +1,7 @@
 """What sgtui knows about runs, and how it reads that back from a target's scripts.
 
-`RunRecord` (one launch), `RunStatus` (alive, exited, dead, ...), `StopPreview` (what a stop would hit),
-`StopResult` (what a stop did and what it left). Records read back from a target are checked: a record
+`RunRecord` (one launch), `RunStatus` (alive, exited, stopped, dead, ...); `StopPreview` and `StopResult`
+live in run_stops.py and are importable from here. Records read back from a target are checked: a record
 that fails any check keeps the reason in `.foreign` and is never reattached to or signalled.
 """
 
@@ -12,24 +12,48 @@ import binascii
 import calendar
 import enum
 import json
-import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sgtui.core import runscripts
-from sgtui.core.ages import age_words
-from sgtui.core.shell import BASH, ShellError
+from sgtui.core.shell import ShellError
+from sgtui.remote.run_stops import (
+    LeftProcess,
+    StopPreview,
+    StopResult,
+    StopStep,
+    expected_leader,
+    int_value,
+    left_from_marker,
+    preview_from_marker,
+    steps_from_marker,
+)
 from sgtui.remote.targets import Target
 
-LOG_NAME = "server.log"
+LOG_NAME = runscripts.LOG_FILE
+__all__ = [
+    "LOG_NAME",
+    "LeftProcess",
+    "RunRecord",
+    "RunState",
+    "RunStatus",
+    "StopPreview",
+    "StopResult",
+    "StopStep",
+    "expected_leader",
+    "left_from_marker",
+    "preview_from_marker",
+    "steps_from_marker",
+]
 DISK_FULL_KIB = 1024  # less free space than this where the log is, and the disk counts as full
 
 
 class RunState(enum.Enum):
     RUNNING = "running"
     EXITED = "exited"  # ended by itself; rc known
+    STOPPED = "stopped"  # ended after a stop by sgtui (recorded in its run dir); rc when it was written
     DEAD = "dead"  # gone without an exit code (killed, the host rebooted, or the disk was full)
     PID_REUSED = "pid-reused"  # gone, and its pid now belongs to another process
     FOREIGN = "foreign"  # its run dir is not ours: never looked at further, never signalled
@@ -96,136 +120,6 @@ class RunRecord:
         return data
 
 
-@dataclass(frozen=True)
-class LeftProcess:
-    """A process of a run still alive outside its process group after a stop."""
-
-    pid: int
-    uid: int | None
-    why: str  # "session": same session id; "marker": carries the run's SGTUI_RUN_ID
-    cmd: str
-
-    def describe(self) -> str:
-        how = "in the run's session" if self.why == "session" else "carries the run's SGTUI_RUN_ID"
-        return f"pid {self.pid} ({how}): {self.cmd.strip()[:120] or '?'}"
-
-
-@dataclass(frozen=True)
-class StopResult:
-    result: str  # "stopped" | "not-running" | "survivors"
-    signal: str | None  # the last signal sent: "TERM" or "KILL"
-    members: int  # processes still alive in the group at the end (0 unless "survivors")
-    seconds: float
-    left: tuple[LeftProcess, ...] = ()  # the run's processes alive outside its group
-
-    @property
-    def clean(self) -> bool:
-        """Nothing of the run is left: the group is gone and no process left it."""
-        return self.result != "survivors" and not self.left
-
-
-@dataclass(frozen=True)
-class StopPreview:
-    """What a stop of `run` would signal, read from the target just before asking."""
-
-    run_id: str
-    pgid: int
-    alive: bool
-    owner: str | None  # "user (uid N)" of the group leader
-    age_s: float | None
-    leader_argv: list[str] | None  # /proc/PGID/cmdline
-    recorded_argv: list[str]
-    log_path: str
-    members: int
-    outside: int  # processes of the run outside its group (setsid'd children)
-    warning: str | None
-
-    def lines(self) -> list[str]:
-        """Plain text lines (never markup) for a confirmation."""
-        if not self.alive:
-            out = [f"process group {self.pgid}: no longer running; nothing would be signalled"]
-        else:
-            leader = self.leader_argv or []
-            shown = (
-                f"sgtui's runner for {self.log_path}, running {_clip(shlex.join(leader[6:]))}"
-                if self.warning is None and len(leader) > 6
-                else _clip(shlex.join(leader))
-            )
-            out = [
-                f"process group {self.pgid}: {self.members} process(es), owner {self.owner or '?'}, "
-                f"running for {age_words(self.age_s)}",
-                f"leader: {shown}",
-                f"recorded: {_clip(shlex.join(self.recorded_argv))}",
-            ]
-        if self.outside:
-            out.append(f"{self.outside} process(es) of this run left its group: a stop will not reach them")
-        if self.warning:
-            out.append(f"WARNING: {self.warning}")
-        return out
-
-    def text(self) -> str:
-        return "\n".join(self.lines())
-
-
-def _clip(text: str, limit: int = 600) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def expected_leader(log_path: str, argv: Sequence[str]) -> list[str]:
-    """The group leader's command line for a run launched by this sgtui: the runner bash with the
-    run's log and its argv (the runner's own script text may differ between sgtui versions)."""
-    return [*BASH, "-c", runscripts.RUNNER, log_path, *argv]
-
-
-def preview_from_marker(run: RunRecord, marker: Mapping[str, Any]) -> StopPreview:
-    outside = _int(marker.get("outside")) or 0
-    if not marker.get("alive"):
-        return StopPreview(
-            run.id, run.pgid, False, None, None, None, run.argv, run.log_path, 0, outside, None
-        )
-    try:
-        raw = base64.b64decode(str(marker.get("cmdline", "")), validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    leader = [p.decode("utf-8", "replace") for p in raw.split(b"\0")[:-1]] if raw else []
-    expected = expected_leader(run.log_path, run.argv)
-    warning = None
-    if leader[:4] != expected[:4] or leader[5:] != expected[5:]:
-        warning = (
-            f"the group leader's command line is not the one recorded for {run.id}: this may not be the "
-            "run you mean to stop"
-        )
-    uptime, hz, start = _float(marker.get("uptime")), _int(marker.get("hz")) or 100, _int(marker.get("start"))
-    age = uptime - start / hz if uptime is not None and start is not None else None
-    uid, user = marker.get("uid"), str(marker.get("user") or "")
-    owner = f"{user or '?'} (uid {uid})" if uid is not None else None
-    members = _int(marker.get("members")) or 0
-    return StopPreview(
-        run.id, run.pgid, True, owner, age, leader, run.argv, run.log_path, members, outside, warning
-    )
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def left_from_marker(marker: Mapping[str, Any]) -> tuple[LeftProcess, ...]:
-    out = []
-    for item in marker.get("left") or []:
-        if isinstance(item, dict) and _int(item.get("pid")) is not None:
-            out.append(
-                LeftProcess(item["pid"], _int(item.get("uid")), str(item.get("why")), str(item.get("cmd")))
-            )
-    return tuple(out)
-
-
 def status_from_marker(marker: Mapping[str, Any], log_path: str = "") -> RunStatus:
     """The status script's marker -> RunStatus (members alive win over a recorded exit code)."""
     if marker.get("result") == "foreign":
@@ -233,19 +127,24 @@ def status_from_marker(marker: Mapping[str, Any], log_path: str = "") -> RunStat
     rc = marker.get("rc")
     members = int(marker.get("members") or 0)
     reused = str(marker.get("reused", "0"))
+    if marker.get("stopped") is True and members == 0:  # a stop by sgtui recorded itself: it ended so,
+        return RunStatus(RunState.STOPPED, None if rc is None else int(rc), 0)  # whatever got its pid since
     if reused == "boot":
         return RunStatus(RunState.DEAD, rc, 0)
     if reused != "0":
         return RunStatus(RunState.PID_REUSED, rc, 0)
+    why = f"its run dir {log_path.rsplit('/', 1)[0]} was removed" if marker.get("gone") is True else None
     if members > 0:
-        return RunStatus(RunState.RUNNING, rc, members)
+        return RunStatus(RunState.RUNNING, rc, members, why=why)
+    if why is not None:
+        return RunStatus(RunState.DEAD, None, 0, why=why)
     if rc is not None:
         return RunStatus(RunState.EXITED, int(rc), 0)
     return RunStatus(RunState.DEAD, None, 0, disk_full=_disk_full(marker, log_path))
 
 
 def _disk_full(marker: Mapping[str, Any], log_path: str) -> str | None:
-    free, tmp = _int(marker.get("free_kib")), marker.get("rc_tmp")
+    free, tmp = int_value(marker.get("free_kib")), marker.get("rc_tmp")
     if tmp != "empty" and (free is None or free >= DISK_FULL_KIB):
         return None
     where = log_path.rsplit("/", 1)[0] or log_path
@@ -307,7 +206,7 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
     if not isinstance(meta, dict):
         reasons.append("its run.json is missing or damaged")
     else:
-        pid, pgid = _int(meta.get("pid")) or 0, _int(meta.get("pgid")) or 0
+        pid, pgid = int_value(meta.get("pid")) or 0, int_value(meta.get("pgid")) or 0
         try:
             pid, pgid, start, boot = checked_ids(meta)
         except (ShellError, KeyError) as exc:
@@ -327,7 +226,7 @@ def _record(name: str, lines: list[str], host: str, target: Target, runs_dir: st
     except (TypeError, ValueError, AttributeError):
         argv, env, gpus = [], {}, []
         reasons.append("its command.json is damaged")
-    node_rank = _int(cmd.get("node_rank"))
+    node_rank = int_value(cmd.get("node_rank"))
     shared = cmd.get("run_id")  # a node of a multi-node run: the id all its nodes share
     run_id = shared if isinstance(shared, str) and node_name(shared, node_rank) == name else name
     return RunRecord(

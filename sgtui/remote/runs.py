@@ -20,10 +20,18 @@ from typing import Any
 import asyncssh
 
 from sgtui.core import runscripts, shell
-from sgtui.remote.connection import Result, Transport
+from sgtui.remote.connection import RemoteError, Result, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
-from sgtui.remote.run_errors import ForeignRunError, GpusBusyError, PidReusedError, RunError, launch_failure
+from sgtui.remote.run_errors import (
+    ForeignRunError,
+    GpusBusyError,
+    LaunchUnknownError,
+    PidReusedError,
+    RunError,
+    launch_failure,
+)
 from sgtui.remote.run_gpus import wait_gpus_free
+from sgtui.remote.run_prune import PruneResult, prune
 from sgtui.remote.run_records import (
     LOG_NAME,
     LeftProcess,
@@ -38,6 +46,7 @@ from sgtui.remote.run_records import (
     parse_run_listing,
     preview_from_marker,
     status_from_marker,
+    steps_from_marker,
 )
 from sgtui.remote.tail import LogChunk, follow, read_rest
 from sgtui.remote.targets import Target, container_ended, container_restarted_since, explain_failure
@@ -47,8 +56,10 @@ __all__ = [
     "LOG_NAME",
     "ForeignRunError",
     "GpusBusyError",
+    "LaunchUnknownError",
     "LeftProcess",
     "PidReusedError",
+    "PruneResult",
     "RunError",
     "RunManager",
     "RunRecord",
@@ -73,11 +84,21 @@ class RunManager:
     target user's own default (`${XDG_STATE_HOME:-$HOME/.local/state}/sgtui/runs`, resolved there; after
     the first script `runs_dir` holds the resolved path)."""
 
-    def __init__(self, conn: Transport, target: Target, runs_dir: str | None = DEFAULT_RUNS_DIR) -> None:
+    def __init__(
+        self,
+        conn: Transport,
+        target: Target,
+        runs_dir: str | None = DEFAULT_RUNS_DIR,
+        *,
+        keep_runs: int | None = None,
+    ) -> None:
         self.conn = conn
         self.target = target
         self.runs_dir: str | None = runscripts.check_runs_dir(runs_dir)
         self._configured = self.runs_dir is not None
+        # ended runs kept per target (run_prune.py): the profile's, else hosts.yaml's, else the default
+        host_keep = getattr(conn.host, "keep_runs", None)
+        self.keep_runs: int = keep_runs or host_keep or runscripts.KEEP_RUNS_DEFAULT
 
     @property
     def host(self) -> str:
@@ -134,19 +155,33 @@ class RunManager:
             command["node_rank"] = node_rank
             command["run_id"] = run_id
         files = {"command.json": json.dumps(command, ensure_ascii=False) + "\n"}
+        size = len(files["command.json"].encode("utf-8"))
+        if size > runscripts.RECORD_MAX_BYTES:  # the listing reads no more of it back: it would be foreign
+            raise shell.ShellError(
+                f"this launch's arguments and env take {size} bytes in its record (command.json); sgtui "
+                f"keeps at most {runscripts.RECORD_MAX_BYTES} bytes per run: pass large values through a file"
+            )
         if profile_yaml is not None:
             files["profile.yaml"] = profile_yaml
         script = runscripts.detach_script(self.runs_dir, name, argv, env, log_name=LOG_NAME, files=files)
-        marker, result = await self._script(script, "launch the server")
+        try:
+            result = await self.conn.run(self.target.script(script), timeout=60)
+        except RemoteError as exc:  # cut before, during or after the start: the truth is on the host
+            return await self._after_cut(name, run_id, str(exc))
+        marker = shell.parse_marker(result.stdout)
+        if marker is None and result.rc is None and result.signal is None:  # no exit status: cut short
+            return await self._after_cut(name, run_id, "the connection closed before the command finished")
+        if marker is None:
+            raise RunError(explain_failure(self.host, self.target, result, "launch the server"))
         if "error" in marker:
             run_dir = f"{self.runs_dir or 'the runs dir'}/{name}"
             raise RunError(launch_failure(marker, self.host, self.target, self.where, run_dir, argv, result))
         run_dir = str(marker.get("run_dir") or "")
         try:
             pid, pgid, start, boot = checked_ids(marker)
-            expected = f"{self.runs_dir}/{name}" if self.runs_dir else f"/sgtui/runs/{name}"
-            if not run_dir.startswith("/") or not run_dir.endswith(expected):
-                raise shell.ShellError(f"run dir {run_dir!r} is not {expected}")
+            # the runs dir as the target resolved it (walk_dir): a configured path may go through links
+            if not run_dir.startswith("/") or run_dir.rsplit("/", 1)[-1] != name:
+                raise shell.ShellError(f"run dir {run_dir!r} is not RUNS_DIR/{name}")
         except (shell.ShellError, KeyError) as exc:
             raise RunError(f"{self.where}: the launch reported nonsense ({exc})") from None
         self.runs_dir = run_dir.rsplit("/", 1)[0]
@@ -156,6 +191,7 @@ class RunManager:
                 f"be written to {run_dir}/run.json, so sgtui could not find it again; free space there, "
                 "then stop it from this screen"
             )
+        await self._prune_quietly()
         return RunRecord(
             id=run_id,
             host=self.host,
@@ -171,6 +207,41 @@ class RunManager:
             user=str(marker.get("user") or "") or None,
             node_rank=node_rank,
         )
+
+    async def _after_cut(self, name: str, run_id: str, why: str) -> RunRecord:
+        """The launch script was cut off: look for its run on the host (the connection reconnects by
+        itself). Found: it started, and is returned as launched. Otherwise say that it may be running,
+        never that it failed: the detached server may have started before its record was written."""
+        where = self.host
+        if self.target.kind != "host":
+            where += f" --target {self.target.kind}:{self.target.id}"
+        check = f"`sgtui runs --host {where}` lists it as {run_id} once {self.host} answers"
+        try:
+            found = next((r for r in await self.list_runs() if r.key == name), None)
+        except RemoteError:
+            found = None
+        if found is not None and found.foreign is None and found.start is not None:
+            return found
+        raise LaunchUnknownError(
+            f"{self.where}: the connection was lost while launching run {run_id} ({why}); the server runs "
+            f"detached, so it may have started anyway: {check}, and `sgtui stop {run_id} --host {where}` "
+            "stops it",
+            run_id,
+        )
+
+    async def prune(self, keep: int | None = None) -> PruneResult:
+        """Remove this target's ended runs beyond the newest `keep` (default `keep_runs`): never a
+        running or a foreign one (run_prune.py)."""
+        return await prune(self, keep or self.keep_runs)
+
+    async def _prune_quietly(self) -> None:
+        """After a launch: prune once the target holds more runs than it keeps (a failure to prune
+        never fails the launch)."""
+        try:
+            if len(await self.list_runs()) > self.keep_runs:
+                await self.prune()
+        except RemoteError:
+            pass
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run recorded under runs_dir (oldest first): what a restarted sgtui reattaches to. Runs
@@ -234,7 +305,10 @@ class RunManager:
         grace: float = 10.0,
         on_progress: Callable[[float, int], None] | None = None,
     ) -> StopResult:
-        """TERM the run's process group, wait up to `grace` s, then KILL; confirm nothing is left.
+        """TERM the server's main process and give it `grace` s to drain and end (SGLang stops its own
+        children), then TERM the group, then KILL; confirm nothing is left (runscripts.stop_script).
+        `StopResult.steps` has the time of each step. The stop records itself in the run dir first, so
+        the run then reads STOPPED.
 
         `on_progress(seconds_since_term, live_members)` is called about every 0.25 s while waiting.
         Raises PidReusedError (nothing is signalled) when the pid belongs to another process now, and
@@ -284,6 +358,7 @@ class RunManager:
             int(marker.get("members", 0)),
             time.monotonic() - t0,
             left_from_marker(marker),
+            steps_from_marker(marker),
         )
 
     async def tail(self, run: RunRecord, offset: int = 0) -> AsyncIterator[LogChunk]:

@@ -261,7 +261,8 @@ def explain_failure(host: str, target: Target, result: _Failed, doing: str) -> s
     text = (result.stderr or result.stdout or "").strip()
     low = text.lower()
     where = f"{host} {target.label}" if target.kind != "host" else host
-    last = text.splitlines()[-1][:300] if text else f"exit status {result.rc}"
+    cut = "the connection closed before the command finished (no exit status)"
+    last = text.splitlines()[-1][:300] if text else cut if result.rc is None else f"exit status {result.rc}"
 
     def missing(tool: str) -> bool:
         return f"{tool}: command not found" in low or f"{tool}: not found" in low

@@ -28,6 +28,7 @@ import sgtui
 from sgtui.sim.flagtable import install_parser
 from sgtui.sim.pct import HOST_VIEW
 from sgtui.sim.plan import MODELS_DIR
+from sgtui.sim.ports import PORTS_FILE
 from sgtui.sim.scenarios import Scenario, SimContainer, SimVenv
 from sgtui.sim.state import StateStore
 
@@ -42,13 +43,25 @@ import os as _os
 import socket as _socket
 
 _ADDR = _os.environ.get("SGTUI_SIM_ADDR")
+_PORTS = _os.environ.get("SGTUI_SIM_PORTS")
 if _ADDR:
     _bind = _socket.socket.bind
     _OWN = ("", "0.0.0.0", "127.0.0.1", "localhost")
 
+    def _own_port(port):
+        # a port some profile asked for is the sim's own port for it (sgtui.sim.ports): a program that
+        # binds the asked port (sgtui's preflight probe) meets what holds the sim's one
+        try:
+            import json as _json
+
+            with open(_PORTS) as fh:
+                return int(_json.load(fh).get(str(port), port))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return port
+
     def _sim_bind(self, address):
         if isinstance(address, tuple) and len(address) == 2 and address[0] in _OWN:
-            address = (_ADDR, address[1])
+            address = (_ADDR, _own_port(address[1]) if _PORTS and address[1] else address[1])
         return _bind(self, address)
 
     _socket.socket.bind = _sim_bind
@@ -69,6 +82,7 @@ def host_env(state_dir: Path, speed: float, address: str = "127.0.0.1") -> dict[
         "SGTUI_SIM_SPEED": f"{speed:g}",
         "PYTHONDONTWRITEBYTECODE": "1",
         ADDR_ENV: address,
+        "SGTUI_SIM_PORTS": str(state_dir / PORTS_FILE),
     }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import socket
@@ -67,3 +68,17 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@functools.cache
+def is_own_address(host: str) -> bool:
+    """An address of this machine's own interfaces (it can be bound). The sim's pct containers share the
+    host's network namespace, so `hostname -I` inside one names the machine's own addresses: a server
+    there is reached at them as on loopback (a real container has its own namespace and address)."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+    except (OSError, ValueError):
+        return False
+    return True

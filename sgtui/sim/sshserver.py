@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 import asyncssh
 
+from sgtui.sim.ports import is_own_address
+
 OnClose = Literal["pipes", "killpg"]
 ExecHook = Callable[[str], Callable[[Callable[[bytes], None], Callable[[], bool]], Awaitable[int]] | None]
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -247,6 +249,8 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
         host with its own address, "127.0.0.1" means that address (its own loopback), as sshd there."""
         if not self._server.allow_tcp_forwarding:  # what sshd answers under `AllowTcpForwarding no`
             raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "open failed")
+        if is_own_address(dest_host) and not dest_host.startswith("127."):
+            dest_host = "127.0.0.1"  # a sim pct container's own address (`ports.is_own_address`)
         if not (dest_host in _LOOPBACK or dest_host.startswith("127.")):
             return False
         alias = self._server.loopback_alias

@@ -5,8 +5,9 @@ what SGLang would do with the GPUs it finds in the host state, and then acts it 
 rank holds fake GPU memory that rises as weights load and pools are allocated, and the launcher writes a
 log in the version's wording with realistic pacing (SGTUI_SIM_SPEED divides every delay). A launch the
 fit engine says fails dies the way SGLang dies: the scheduler traceback, "Received sigquit from a child
-process...", and a SIGKILL of the launcher by itself. A ready server answers /health and /get_model_info
-on 127.0.0.1:--port until SIGTERM (or only SIGKILL, when the scenario says it ignores TERM).
+process...", and a SIGKILL of the launcher by itself. A ready server answers /health, the info endpoints,
+/metrics and completions (`http_api.py`) on 127.0.0.1:--port until SIGTERM (or only SIGKILL, when the
+scenario says it ignores TERM).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sgtui.core.sglang.windows import serving_rules
 from sgtui.sim import logfmt
 from sgtui.sim.http_api import make_http_server
 from sgtui.sim.plan import model_folder, radix_conflict, server_arg_notes, shard_count
@@ -93,7 +95,7 @@ class StandIn(Startup):
         (uvicorn at log level warning) and waits on its schedulers, printing nothing more."""
         with contextlib.suppress(OSError):
             own_port = PortMap(self.store.dir).resolve(port)  # the sim's own port, as for node 0
-            self.http = make_http_server(own_port, lambda line: None, self.version, "", {})
+            self.http = make_http_server(own_port, lambda *line: None, self.version, "", {})
             threading.Thread(target=self.http.serve_forever, name="health", daemon=True).start()
         while True:
             time.sleep(3600)
@@ -113,17 +115,17 @@ class StandIn(Startup):
                 f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
                 f"('{spec.host}', {spec.port}): {os.strerror(exc.errno or 98).lower()}"
             )
+            # as the real 0.5.23 server does: the bind error, then it hangs in the lifespan shutdown with
+            # its scheduler alive (and its memory held) until someone stops it
             log.line("INFO:     Waiting for application shutdown.")
-            log.line("INFO:     Application shutdown complete.")
-            self.release()
-            return 1
+            while True:
+                time.sleep(3600)
         threading.Thread(target=self.http.serve_forever, name="http", daemon=True).start()
         log.line(f"INFO:     Uvicorn running on http://{spec.host}:{spec.port} (Press CTRL+C to quit)")
         self.serving = True
         self.sleep(PHASES["warmup"] / 2)
-        log.line(
-            f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "GET /get_model_info HTTP/1.1" 200 OK'
-        )
+        info = serving_rules(self.version).model_info_path  # the warmup asks the release's own name
+        log.line(f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "GET {info} HTTP/1.1" 200 OK')
         log.line(
             "Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
             "#running-req: 0, #queue-req: 0, ",

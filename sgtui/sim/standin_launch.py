@@ -194,10 +194,28 @@ class Launch:
 
     def shutdown(self) -> int:
         if self.serving:
+            # SGLang's SignalHandler.sigterm_handler and TokenizerManager.sigterm_watchdog (0.5.23
+            # tokenizer_manager.py): the handler is called without arguments (loop.add_signal_handler),
+            # the watchdog looks every 5 s, drains, and the schedulers are stopped by the main process
+            signal.signal(signal.SIGTERM, lambda signum, frame: None)  # a second TERM changes nothing
+            self.log.line(
+                "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."
+            )
+            self.sleep(1.0)
+            self.log.line(
+                "Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[]."
+            )
+            self.log.line(
+                f"kill_process_tree called: parent_pid={os.getpid()}, include_parent=False, pid={os.getpid()}"
+            )
+            self.release()
             self.log.line("INFO:     Shutting down")
             self.log.line("INFO:     Waiting for application shutdown.")
             self.log.line("INFO:     Application shutdown complete.")
             self.log.line(f"INFO:     Finished server process [{os.getpid()}]")
+            self.log.line(  # as the real 0.5.23 log of a TERM to the main process ends
+                f"kill_process_tree called: parent_pid={os.getpid()}, include_parent=False, pid={os.getpid()}"
+            )
         self.release()
         if self.serving:
             return 0

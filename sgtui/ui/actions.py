@@ -48,6 +48,8 @@ class Actions(Base):
             self.main.query_one("#host-tree").focus()
         elif focused is not None and self.form in focused.ancestors:
             self.form.focus()
+        else:
+            self.cancel_bench()  # a load probe running: esc cancels it
 
     def action_launch(self) -> None:
         self.deploy.launch()

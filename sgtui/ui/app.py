@@ -34,6 +34,7 @@ from sgtui.ui.panes.log import LogPane
 from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.routing import HostRouting
 from sgtui.ui.run_routing import RunRouting
+from sgtui.ui.serving_routing import ServingRouting
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
 from sgtui.ui.session.fleet import FitNeed
 from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
@@ -65,7 +66,7 @@ FLEET_TICK_S = 1.0  # ages in the fleet view and status line
 RUNS_REFRESH_S = 30.0
 
 
-class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
+class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, App[None]):
     CSS_PATH = Path(__file__).with_name("sgtui.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "sgtui"
     COMMANDS: ClassVar = App.COMMANDS | {SgtuiCommands}
@@ -86,6 +87,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         Binding("f", "follow", "follow", id="follow", show=False),
         Binding("x", "first_error", "first error", id="first-error", show=False),
         Binding("o", "sort_hosts", "sort hosts", id="sort-hosts", show=False),
+        Binding("b", "bench", "load probe", id="bench", show=False),
         Binding("1", "tab('targets')", "hosts", id="tab-targets", show=False),
         Binding("2", "tab('flags')", "flags", id="tab-flags", show=False),
         Binding("3", "tab('log')", "log", id="tab-log", show=False),
@@ -241,6 +243,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         self.fleet_pane.state_of = self.state_of
         self.fleet_pane.runs_silence = lambda name: host_runs_silence(self, name)
         self.fleet_pane.fit_need = self.fit_need
+        self.fleet_pane.rates = self.host_rates
         pane = self.log_pane
         pane.log.focus()
         pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
@@ -251,6 +254,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         self.controller.load_hosts()
         self.flags.schedule_fit()
         self.set_interval(FLEET_TICK_S, self._tick)
+        self.start_serving()
 
     def _tick(self) -> None:
         """Ages move: the fleet rows, the status line and the GPU panel say how old their values are;
@@ -266,6 +270,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, App[None]):
         self.fleet_pane.refresh_fleet()
         self.draw_runs()  # redrawn only when a mark or an age shown there moved
         self.draw_status()
+        self.draw_serving()  # the numbers' ages move
         host = self.fleet.host(self.gpu_host) if self.gpu_host else None
         if host is not None:
             age = host.ages.age("gpus", self.clock())

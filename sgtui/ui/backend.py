@@ -60,6 +60,12 @@ class Backend(Protocol):
         """One record per node (one for a single-node profile), node 0 first."""
         ...
 
+    async def preflight_checks(self, profile: Any) -> list[Any]:
+        """The target checks before launching `profile` (`core.preflight.Check`, one line each): its port
+        free, its GPUs not held by others, its model path, the installed release (node 0 of a multi-node
+        profile)."""
+        ...
+
     def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
         """Log lines from byte `offset`; yields (offset after them, lines). Complete lines while the run
         lives; once it has ended, the rest of the log too, a last line without a newline included, and
@@ -80,8 +86,10 @@ class Backend(Protocol):
         run that is not this user's."""
         ...
 
-    async def stop(self, run: RunView) -> None:
-        """Stop the run; raises when something of it is left (survivors, or processes outside its group)."""
+    async def stop(self, run: RunView) -> str | None:
+        """Stop the run (TERM to its server's main process, the drain, then TERM and KILL to its group);
+        returns its steps with their times in one line (`StopResult.summary`), or None when unknown.
+        Raises when something of it is left (survivors, or processes outside its group)."""
         ...
 
     def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:

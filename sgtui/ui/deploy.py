@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sgtui.ui import profile_ops
+from sgtui.ui.launch_gate import LaunchGate
 from sgtui.ui.screens.confirm import ConfirmScreen
-from sgtui.ui.screens.fit_confirm import FitConfirmScreen, as_flag, best_fix, tight_warning
 from sgtui.ui.screens.profiles import ProfileChoice, ProfilesScreen
 from sgtui.ui.session import ALIVE
 from sgtui.ui.views import ContainerView
@@ -20,12 +20,13 @@ if TYPE_CHECKING:
 class DeployActions:
     def __init__(self, app: SgtuiApp) -> None:
         self.app = app
+        self.gate = LaunchGate(app)
 
     @property
     def deployment(self) -> Any:
         return self.app.deployment
 
-    def _profile_to_launch(self) -> Any | None:
+    def profile_to_launch(self) -> Any | None:
         app = self.app
         problems = app.flags.launch_problems()
         if problems:
@@ -45,40 +46,11 @@ class DeployActions:
             self.app.notify(f"read-only (--readonly): no {what}", severity="warning", timeout=5)
         return self.app.readonly
 
-    def ask_fit_first(self, what: str, go: Callable[[], None]) -> None:
-        """`go` at once when the fit says fits (or cannot say); a one-line warning when tight; a question
-        (default No, Esc says no) when it says fails, offering to apply its best fix first."""
-        app = self.app
-        report = app.flags.prediction()
-        verdict = (report or {}).get("verdict")
-        if verdict != "fails":
-            warning = tight_warning(report)
-            if warning:
-                app.notify(warning, severity="warning", timeout=8)
-            go()
-            return
-
-        def answer(choice: str | None) -> None:
-            if choice == "launch":
-                go()
-            elif choice == "fix":
-                app.call_later(self._fix_then, report, what, go)
-            else:
-                app.notify(f"not {what}ed: the fit says it fails (2 shows why)", timeout=6)
-
-        app.push_screen(FitConfirmScreen(report, what), answer)
-
-    async def _fix_then(self, report: dict[str, Any] | None, what: str, go: Callable[[], None]) -> None:
-        fix = best_fix(report)
-        if fix is None:
-            return
-        flag, value, _ = fix
-        await self.app.form.set_flag(flag, value)
-        if not self.app.is_running:  # the app is shutting down: its screen is going
-            return
-        self.app.notify(f"applied {as_flag(flag, value)}", timeout=6)
-        if self._profile_to_launch() is not None:
-            self.ask_fit_first(what, go)  # the fix is checked like any other flags
+    def ask_fit_first(self, what: str, go: Callable[[], None], replacing: bool = False) -> None:
+        """The preflight first (`launch_gate.py`): `go` at once when it fits and the target checks pass;
+        a question (default No) when it fails, when the fit is not known yet, or a blocking check failed.
+        `replacing`: a restart of a live run, whose own port and GPUs the checks would find taken."""
+        self.gate.ask(what, go, skip=("port", "gpus") if replacing else ())
 
     def launch(self) -> None:
         app = self.app
@@ -90,11 +62,11 @@ class DeployActions:
                 f"{session.key} is still {session.state}: r restarts it, s stops it", severity="warning"
             )
             return
-        if self._profile_to_launch() is None:
+        if self.profile_to_launch() is None:
             return
 
         def go() -> None:
-            profile = self._profile_to_launch()
+            profile = self.profile_to_launch()
             if profile is not None:
                 where = profile_ops.host(profile)
                 app.notify(f"launching {profile_ops.name(profile)} on {where}…", timeout=4)
@@ -128,7 +100,34 @@ class DeployActions:
         app.push_screen(
             ConfirmScreen(
                 f"Stop {run.run_id}?",
-                f"{where}: TERM to its process group, then KILL",
+                f"{where}: TERM to its server, its drain, then TERM and KILL to its group",
+                preview=lambda: app.backend.stop_preview(run),
+            ),
+            answer,
+        )
+
+    def offer_stop(self, session: Any) -> None:
+        """A failed run whose server is still running (it cannot serve, and holds its memory): say so and
+        ask whether to stop it (default No); --readonly only says so."""
+        app = self.app
+        run = session.run
+        title = session.diagnoses[0].title if session.diagnoses else "it failed"
+        said = f"{run.run_id} failed ({title}) but its server is still running and cannot serve"
+        if app.readonly or run.foreign:
+            app.notify(said, severity="error", timeout=12)
+            return
+        runs = session.records
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                app.controller.stop(runs)
+            else:
+                app.notify(f"{said}; s stops it", severity="warning", timeout=10)
+
+        app.push_screen(
+            ConfirmScreen(
+                f"Stop {run.run_id}? It failed, but its server is still running",
+                f"{said} (it holds its memory until stopped): TERM to its server, then its group",
                 preview=lambda: app.backend.stop_preview(run),
             ),
             answer,
@@ -142,14 +141,14 @@ class DeployActions:
         if session is None:
             self.launch()
             return
-        if self._profile_to_launch() is None:
+        if self.profile_to_launch() is None:
             return
-        self.ask_fit_first("restart", lambda: self._restart(session))
+        self.ask_fit_first("restart", lambda: self._restart(session), replacing=session.alive)
 
     def _restart(self, session: Any) -> None:
         app = self.app
         run, runs = session.run, session.records
-        profile = self._profile_to_launch()
+        profile = self.profile_to_launch()
         if profile is None:
             return
         predicted = app.flags.prediction()

@@ -132,6 +132,15 @@ class RunOutcome(Message):
         self.detail = detail
 
 
+class FailedStillRunning(Message):
+    """A run failed (its log says so) but its server is still running: it cannot serve and holds its
+    memory (SGLang 0.5.23 with its port taken hangs at "Waiting for application shutdown")."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
 class StopProgress(Message):
     """Stopping or restarting: what we are waiting for, until `done`."""
 
@@ -151,13 +160,24 @@ class FitComputed(Message):
         self.generation = generation
 
 
+class PreflightChecked(Message):
+    """The target checks asked for by the launch question numbered `seq` (`core.preflight.Check`s)."""
+
+    def __init__(self, seq: int, checks: list[Any]) -> None:
+        super().__init__()
+        self.seq = seq
+        self.checks = checks
+
+
 class ServiceError(Message):
     """Something the user asked for failed; shown as a notification with what to do."""
 
-    def __init__(self, what: str, message: str) -> None:
+    def __init__(self, what: str, message: str, *, unknown: bool = False) -> None:
+        """`unknown`: it may have happened after all (a launch cut by a lost connection); never "failed"."""
         super().__init__()
         self.what = what
         self.message = message
+        self.unknown = unknown
 
 
 class DiagnosisChanged(Message):
@@ -166,3 +186,41 @@ class DiagnosisChanged(Message):
     def __init__(self, key: str) -> None:
         super().__init__()
         self.key = key
+
+
+class ServingRead(Message):
+    """One poll of a ready run's serving numbers (None: no /metrics, `error` says why)."""
+
+    def __init__(self, key: str, snapshot: Any, error: str | None) -> None:
+        super().__init__()
+        self.key = key
+        self.snapshot = snapshot
+        self.error = error
+
+
+class SmokeAnswered(Message):
+    def __init__(self, key: str, result: Any) -> None:
+        super().__init__()
+        self.key = key
+        self.result = result
+
+
+class BenchProgress(Message):
+    """The load probe on run `key`: `done` of `total` requests; `report` or `error` once it ended."""
+
+    def __init__(
+        self,
+        key: str,
+        done: int,
+        total: int,
+        report: Any = None,
+        error: str | None = None,
+        ended: bool = False,
+    ) -> None:
+        super().__init__()
+        self.key = key
+        self.done = done
+        self.total = total
+        self.report = report
+        self.error = error
+        self.ended = ended

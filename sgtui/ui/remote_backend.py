@@ -5,9 +5,6 @@ What it hands the UI is converted by `remote_views.py`."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -39,6 +36,7 @@ from sgtui.ui.remote_views import (
     run_view,
     to_target,
 )
+from sgtui.ui.serving_backend import ServingBackend
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
 
 PROCESS_REFRESH_S = 2.0
@@ -63,7 +61,7 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
-class RemoteBackend:
+class RemoteBackend(ServingBackend):
     def __init__(
         self,
         hosts: dict[str, HostConfig] | None = None,
@@ -116,11 +114,14 @@ class RemoteBackend:
     def _conn(self, host: str) -> Transport:
         return self.pool.get(host)
 
-    def _manager(self, host: str, target: Target, runs_dir: str | None = None) -> RunManager:
+    def _manager(
+        self, host: str, target: Target, runs_dir: str | None = None, keep_runs: int | None = None
+    ) -> RunManager:
         """Runs dir: the backend's own (demo, tests), else the profile's, else hosts.yaml's, else the
-        target user's default."""
+        target user's default. `keep_runs`: the profile's (else hosts.yaml's, else the default)."""
         configured = self.pool.hosts[host].runs_dir if host in self.pool.hosts else None
-        return RunManager(self._conn(host), target, self.runs_dir or runs_dir or configured)
+        runs_dir = self.runs_dir or runs_dir or configured
+        return RunManager(self._conn(host), target, runs_dir, keep_runs=keep_runs)
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
         views = [HostView(name, cfg.hostname, cfg.source) for name, cfg in self.pool.hosts.items()]
@@ -186,24 +187,13 @@ class RemoteBackend:
     async def model_config(
         self, host: str, target: ContainerView | None, model_path: str
     ) -> dict[str, Any] | None:
-        folder = shlex.quote(model_path.rstrip("/"))
-        script = (
-            f"cat {folder}/config.json || exit 3\necho; echo @@index\n"
-            f"cat {folder}/model.safetensors.index.json 2>/dev/null\necho\necho @@end\n"
-        )
-        result = await self._conn(host).run(to_target(target).script(script), timeout=30)
-        if "@@end" not in result.stdout:
-            raise RemoteError(
-                f"{model_path}/config.json is not readable there: {result.stderr.strip()[-200:]}"
-            )
-        config_text, _, rest = result.stdout.partition("@@index")
-        index_text = rest.partition("@@end")[0].strip()
-        config = json.loads(config_text)
-        weight_bytes = None
-        if index_text:
-            with contextlib.suppress(ValueError, AttributeError):
-                weight_bytes = int(json.loads(index_text)["metadata"]["total_size"])
-        return {"config": config, "weight_bytes": weight_bytes}
+        from sgtui.remote.preflight import read_model
+
+        found = await read_model(self._conn(host), to_target(target), model_path)
+        if found.config is None:
+            why = found.problem or f"{model_path} does not exist there"
+            raise RemoteError(f"{model_path}/config.json is not readable there: {why}")
+        return {"config": found.config, "weight_bytes": found.weight_bytes}
 
     async def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]:
         sampler = GpuSampler(self._conn(host), self.gpu_interval_ms)
@@ -251,10 +241,18 @@ class RemoteBackend:
             return await self._launch_nodes(profile, dump_profile(profile))
         target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
         argv = [profile.python, "-m", "sglang.launch_server", *profile.argv]
-        record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None)).launch(
+        keep = getattr(profile, "keep_runs", None)
+        record = await self._manager(profile.host, target, getattr(profile, "runs_dir", None), keep).launch(
             argv, profile.env, profile_yaml=dump_profile(profile), gpus=profile.gpus or []
         )
         return [run_view(record, "starting", profile.name)]
+
+    async def preflight_checks(self, profile: Any) -> list[Any]:
+        from sgtui.remote.preflight import target_checks
+
+        target = Target.from_mapping({"kind": profile.target.kind, "id": profile.target.id})
+        facts = await target_checks(self._conn(profile.host), target, profile)
+        return facts.checks
 
     async def _launch_nodes(self, profile: Any, profile_yaml: str) -> list[RunView]:
         from sgtui.remote.multinode import MultiNode
@@ -321,7 +319,7 @@ class RemoteBackend:
         record, manager = self._record_manager(run)
         return (await manager.preview(record)).text()
 
-    async def stop(self, run: RunView) -> None:
+    async def stop(self, run: RunView) -> str | None:
         record, manager = self._record_manager(run)
         result = await manager.stop(record, self.stop_grace_s)
         if result.result == "survivors":
@@ -333,6 +331,7 @@ class RemoteBackend:
                 f"{run.run_id}'s process group is gone, but processes of it left the group and still run: "
                 + "; ".join(p.describe() for p in result.left)
             )
+        return result.summary() or None
 
     async def wait_gpus_free(self, run: RunView, timeout: float) -> AsyncIterator[str]:
         from sgtui.remote.runs import GpusBusyError

@@ -37,7 +37,9 @@ def run_state_name(status: RunStatus) -> str:
         return "foreign"  # not ours: listed, never reattached to or signalled
     if status.state is RunState.EXITED:
         return "exited" if status.rc == 0 else "failed"
-    return "stopped"
+    if status.state is RunState.STOPPED:
+        return "stopped"  # a stop by sgtui recorded itself: not a death
+    return "dead"  # gone with no exit code and no recorded stop (killed, rebooted, container gone)
 
 
 def run_view(record: RunRecord, state: str, profile: str = "", note: str = "") -> RunView:

@@ -77,7 +77,9 @@ class RunRouting(Base):
 
     def draw_runs(self) -> None:
         runs = [
-            dataclasses.replace(r, state=self.state_of(r), note=self.followed.note_of(r))
+            dataclasses.replace(
+                r, state=self.state_of(r), note=self.followed.note_of(r), rate=self.rate_of(r)
+            )
             for r in self.fleet.all_runs()
         ]
         marks: dict[str, str] = {}
@@ -162,6 +164,8 @@ class RunRouting(Base):
         if session is None:
             return
         outcome = message.outcome
+        if outcome == "failed":
+            self.controller.check_failed_alive(session.key, session.records)
         if session is self.followed.in_view:
             self.log_pane.show_timeline()
             if outcome == "failed":
@@ -188,6 +192,13 @@ class RunRouting(Base):
         self.draw_status()
         self.refresh_bindings()
 
+    def on_failed_still_running(self, message: m.FailedStillRunning) -> None:
+        """The failed run's server lives on and cannot serve: say so, and offer to stop it."""
+        session = self.followed.get(message.key) if self.is_running else None
+        stopping = any(w.group == f"stop:{message.key}" and w.is_running for w in self.workers)
+        if session is not None and session.state == "failed" and not stopping:
+            self.deploy.offer_stop(session)
+
     def on_stop_progress(self, message: m.StopProgress) -> None:
         if not self.is_running:
             return
@@ -200,8 +211,14 @@ class RunRouting(Base):
             self.notify(message.text, severity="information" if message.ok else "error", timeout=8)
             self.draw_status()
 
+    def on_preflight_checked(self, message: m.PreflightChecked) -> None:
+        self.deploy.gate.checked(message.seq, message.checks)
+
     def on_service_error(self, message: m.ServiceError) -> None:
-        if self.is_running:
+        if self.is_running and message.unknown:
+            self.notify(f"{message.what}: {message.message}", severity="warning", timeout=20)
+            self.relist(self.deployment.host)
+        elif self.is_running:
             self.notify(f"{message.what} failed: {message.message}", severity="error", timeout=12)
 
     def on_diagnosis_changed(self, message: m.DiagnosisChanged) -> None:

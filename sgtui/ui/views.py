@@ -78,6 +78,7 @@ class RunView:
     node_rank: int | None = None  # a multi-node run has one record per node, all with the same run_id
     foreign: str = ""  # why sgtui refuses to act on it (another user's run, ...): never followed or stopped
     note: str = ""  # why it is in its state beyond the state's name (a full disk, its container gone)
+    rate: str = ""  # a ready followed run's generation rate ("312 tok/s"), from its serving numbers
     raw: Any = field(default=None, compare=False, repr=False)  # the lower layer's record, passed back
 
 

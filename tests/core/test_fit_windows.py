@@ -18,7 +18,9 @@ from sgtui.core.gpus import parse_gpu
 from sgtui.core.model import ModelFacts, load_model_facts, model_facts_from_config
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.windows import WINDOWS, window_for
-from tests.cases import A6000, DEEPSEEK_V3, EXAMPLE_A, H100, LLAMA, MEASURED_A, QWEN35
+from tests.cases import A6000, DEEPSEEK_V3, EXAMPLE_A, H100, LLAMA, MEASURED_A, MODELS, QWEN35
+
+DEEPSEEK_R1 = MODELS / "deepseek_r1"
 
 RTX_4090 = parse_gpu("NVIDIA GeForce RTX 4090")
 MI300X = parse_gpu("AMD Instinct MI300X")
@@ -64,19 +66,67 @@ def test_early_releases_fix_the_fraction_by_tp_size(
     assert got == fractions
 
 
-# --- 0.4.8: aiter on ROCm ---------------------------------------------------------------------
+# --- 0.4.7: aiter on ROCm ---------------------------------------------------------------------
 
 
-def test_0_4_8_on_rocm_shrinks_even_a_set_fraction_for_long_contexts(llama8b: ModelFacts) -> None:
-    # model_runner.__init__ (0.4.8 line 436): attention_backend == "aiter" and context_len > 8192
-    # -> mem_fraction_static *= 0.85; aiter is ROCm's default for MHA models (model_runner line 343)
+def test_0_4_7_on_rocm_shrinks_even_a_set_fraction_for_long_contexts(llama8b: ModelFacts) -> None:
+    # model_runner.__init__ (0.4.7 and 0.4.7.post1 line 423, 0.4.8.post1 line 436): attention_backend ==
+    # "aiter" and context_len > 8192 -> mem_fraction_static *= 0.85; aiter is ROCm's default for MHA
+    # models (model_initialize); 0.4.6.post5 picks aiter too but has no shrink.
     spec = LaunchSpec(mem_fraction_static=0.8)
-    assert fit(spec, llama8b, MI300X, version="0.4.7.post1").mem_fraction_static == 0.8
+    assert fit(spec, llama8b, MI300X, version="0.4.6.post5").mem_fraction_static == 0.8
+    assert fit(spec, llama8b, MI300X, version="0.4.7").mem_fraction_static == pytest.approx(0.68)
     assert fit(spec, llama8b, MI300X, version="0.4.8").mem_fraction_static == pytest.approx(0.68)
     short = replace(spec, context_length=8192)  # not above 8192: no shrink
     assert fit(short, llama8b, MI300X, version="0.4.8").mem_fraction_static == 0.8
     on_cuda = fit(spec, llama8b, H100, version="0.4.8")  # CUDA's default backend is not aiter
     assert on_cuda.mem_fraction_static == 0.8
+
+
+@pytest.fixture(scope="module")
+def deepseek_r1() -> ModelFacts:
+    return load_model_facts(DEEPSEEK_R1)
+
+
+@pytest.mark.parametrize("version", ["0.4.8.post1", "0.5.10", "0.5.23"])
+def test_rocm_picks_aiter_for_mla_at_16_kv_heads_per_gpu_and_shrinks_the_fraction(
+    deepseek_r1: ModelFacts, version: str
+) -> None:
+    # DeepSeek-R1: num_key_value_heads 128, context 163840. get_num_kv_heads(8) = 16 -> aiter
+    # (0.4.8.post1 model_runner.model_specific_adjustment "head_num == 128 or head_num == 16";
+    # 0.5.10 server_args._get_default_attn_backend; 0.5.23 arg_groups/model_override_base.
+    # get_default_attn_backend), then context 163840 > 8192: 0.95 x 0.85 = 0.8075.
+    spec = LaunchSpec(tp_size=8, mem_fraction_static=0.95)
+    report = fit(spec, deepseek_r1, MI300X, version=version)
+    assert report.mem_fraction_static == pytest.approx(0.8075)
+    assert any("0.85 (aiter backend" in n for n in report.notes)
+
+
+@pytest.mark.parametrize("version", ["0.4.8.post1", "0.5.10", "0.5.23"])
+def test_deepseek_r1_at_tp8_on_mi300x_with_0_95_fails_once_aiter_cuts_the_fraction(
+    deepseek_r1: ModelFacts, version: str
+) -> None:
+    # The fixture's config has no quantization_config: 1.25 TB of bf16 weights, 156 GiB per GPU at TP 8.
+    # At 0.95 the budget is A - P x 0.05 (room left: "tight" before the MLA aiter rule); at 0.8075 the
+    # slack P x 0.1925 is more than A, so SGLang stops at the pool sizing.
+    spec = LaunchSpec(tp_size=8, mem_fraction_static=0.95)
+    report = fit(spec, deepseek_r1, MI300X, n_gpus=8, version=version)
+    assert report.verdict == "fails"
+    assert report.available_after_weights_gib < report.baseline_free_gib * (1 - 0.8075)
+
+
+def test_rocm_keeps_triton_for_mla_at_other_head_counts(deepseek_r1: ModelFacts) -> None:
+    # TP 16: 128 // 16 = 8 KV heads per GPU, neither 16 nor 128 -> triton, no shrink
+    spec = LaunchSpec(tp_size=16, mem_fraction_static=0.95)
+    assert fit(spec, deepseek_r1, MI300X, version="0.5.10").mem_fraction_static == 0.95
+
+
+def test_before_0_5_3_speculative_decoding_keeps_mla_off_aiter(deepseek_r1: ModelFacts) -> None:
+    # 0.5.2 model_runner: "(head_num == 128 or head_num == 16) and self.spec_algorithm.is_none()";
+    # 0.5.3 dropped the speculative condition
+    spec = LaunchSpec(tp_size=8, mem_fraction_static=0.95, speculative_algorithm="NEXTN")
+    assert fit(spec, deepseek_r1, MI300X, version="0.5.2").mem_fraction_static == 0.95
+    assert fit(spec, deepseek_r1, MI300X, version="0.5.3").mem_fraction_static == pytest.approx(0.8075)
 
 
 # --- the "Not enough memory" text per window ----------------------------------------------------

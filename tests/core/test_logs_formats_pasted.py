@@ -64,7 +64,8 @@ def test_a_log_that_ends_on_a_bare_exception_after_the_last_milestone_failed() -
     )
     assert analysis.outcome == "failed"
     assert analysis.error is not None
-    assert (analysis.error.error_class, analysis.error.line, analysis.error.phase) == ("other", 2, "serving")
+    # a decode batch is requests being served (issue 20: the phase from evidence)
+    assert (analysis.error.error_class, analysis.error.line, analysis.error.phase) == ("other", 2, "running")
     diagnosis = diagnose(analysis)[0]
     assert diagnosis.title == "The KV cache ran out while serving"
     assert "--max-running-requests" in [s.flag for s in diagnosis.suggestions]

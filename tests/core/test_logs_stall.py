@@ -4,12 +4,11 @@ it; `stall_after` overrides the limit; a stall is not a failure."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 
 from sgtui.core.logs import LogClassifier, diagnose
-from tests.logpaths import FakeRun
+from tests.logpaths import FakeRun, _Record, run_watch
 
 
 class Clock:
@@ -151,17 +150,10 @@ def test_launch_watch_ends_with_exit_1_on_a_stall() -> None:
     from sgtui.commands import launch
 
     out = io.StringIO()
-    run = FakeRun([ARGS, *DIST_INIT], rc=None)
-    record = type("Record", (), {"log_path": "/tmp/run/log"})()
-    watch = launch.Watch(
-        run, record, launch.Printer(json_events=True, out=out), timeout=None, stall_after=0.05
-    )  # type: ignore[arg-type]
-    saved = launch.STATUS_POLL_S
-    launch.STATUS_POLL_S = 0.01
-    try:
-        assert asyncio.run(watch.run()) == 1
-    finally:
-        launch.STATUS_POLL_S = saved
+    run, record = FakeRun([ARGS, *DIST_INIT], rc=None), _Record("/tmp/run/log")
+    printer = launch.Printer(json_events=True, out=out)
+    code, _ = run_watch(run, record, printer, timeout=None, stall_after=0.05)
+    assert code == 1
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     kinds = [e["event"] for e in events]
     assert "stalled" in kinds and kinds[-1] == "failed"

@@ -72,7 +72,7 @@ async def test_the_host_sees_the_servers_gpu_memory_held_by_the_container_then_a
 
     result = await manager.stop(run, grace=5)
     assert (result.result, result.signal, result.members) == ("stopped", "TERM", 0)
-    assert (await manager.status(run)).state in (RunState.EXITED, RunState.DEAD)
+    assert (await manager.status(run)).state is RunState.STOPPED  # recorded by the stop
     snapshot = await manager.wait_gpus_free(run, None, timeout=15, sampler=sampler, poll=0.1)
     assert all((g.memory_used_mib.value or 0) < 100 for g in snapshot.gpus)
 

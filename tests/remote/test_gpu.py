@@ -304,3 +304,14 @@ def test_a_gpu_nvml_cannot_open_is_named_and_the_others_still_read(monkeypatch: 
     fake.nvmlDeviceGetCount = lambda: 1
     lost = NvmlSampler().query_sync()
     assert lost.gpus == [] and lost.problem is not None and lost.problem.state is GpuState.UNREADABLE
+
+
+def test_each_holder_carries_the_user_that_owns_it() -> None:
+    """The preflight names who holds a GPU: the owner of /proc/PID, None when it could not be read."""
+    text = (
+        "@@apps 0\n10, python3, 500, GPU-b\n11, python3, 400, GPU-a\n@@gpus\n0, GPU-a\n1, GPU-b\n"
+        "@@user 10 alice\n@@cgroup 10\n@@user 11 \n@@cgroup 11\n@@end\n"
+    )
+    procs, problem = parse_processes(text)
+    assert problem is None
+    assert [(p.pid, p.user) for p in procs] == [(10, "alice"), (11, None)]

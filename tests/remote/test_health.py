@@ -141,3 +141,39 @@ async def test_a_host_that_forbids_port_forwarding_is_unknown_with_the_fix_not_f
             await conn.close()
     assert health.verdict is Verdict.UNKNOWN and health.http.state is HttpState.UNREACHABLE
     assert "AllowTcpForwarding" in health.reason
+
+
+async def test_the_model_info_endpoint_is_the_releases_own(conn: Connection, http_port: int) -> None:
+    """0.5.6+ has /model_info (the old name logs a deprecation warning on every call): asked first; an
+    older release only has /get_model_info, asked first there (here it is missing, so /model_info next)."""
+    asked: dict[str, str] = {}
+    health = await probe(conn, http_port, process=RUNNING, version="0.5.23", endpoints=asked)
+    assert list(asked) == ["/health", "/model_info"] and health.model == "/models/Qwen3.6-27B"
+    old: dict[str, str] = {}
+    await probe(conn, http_port, process=RUNNING, version="0.5.5", endpoints=old)
+    assert old == {"/health": "200", "/get_model_info": "404", "/model_info": "200"}
+
+
+async def test_a_gzip_answer_is_inflated(conn: Connection) -> None:
+    """SGLang's /metrics (prometheus_client's ASGI app) compresses when asked; the reader asks."""
+    import gzip
+
+    page = b"# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 3.0\n" * 100
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = (await reader.readuntil(b"\r\n\r\n")).decode().lower()
+        zipped = "accept-encoding: gzip" in request
+        body = gzip.compress(page) if zipped else page
+        head = b"HTTP/1.1 200 OK\r\n" + (b"Content-Encoding: gzip\r\n" if zipped else b"")
+        writer.write(head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        for ask in (True, False):
+            got = await http_get(conn, port, "/metrics", gzip=ask)
+            assert got.status == 200 and got.body == page.decode()
+    finally:
+        server.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import pwd
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -98,7 +100,68 @@ async def test_stop_sends_term_and_the_group_goes_away(manager: RunManager, fake
     result = await manager.stop(run, grace=3)
     assert result.result == "stopped" and result.signal == "TERM" and result.members == 0
     assert "shutting down" in Path(run.log_path).read_text()
-    assert (await manager.status(run)).state is RunState.DEAD
+    status = await manager.status(run)
+    assert status.state is RunState.STOPPED and status.rc == 143  # the runner still wrote its exit code
+    assert oct(Path(run.run_dir, "stopped").stat().st_mode & 0o777) == "0o600"
+    assert [s.what for s in result.steps] == ["term-main", "main-exited", "gone"] and result.graceful
+
+
+DRAINING = """\
+#!/bin/bash
+# Like SGLang: on TERM the main process drains, then stops its children itself (here with USR1). A child
+# that gets a TERM of its own logs it, as SGLang logs a scheduler killed under it as a crash.
+child() {
+  trap 'echo "child $1 got TERM"; exit 143' TERM
+  trap 'echo "child $1 told to stop"; exit 0' USR1
+  while :; do echo "child $1 alive"; sleep 0.05; done
+}
+child 1 & child 2 &
+trap 'trap : TERM; echo "Gracefully exiting... Remaining number of requests 0"; sleep "${DRAIN:-0.2}";
+      kill -USR1 $(jobs -p); wait; exit 0' TERM
+wait
+"""
+
+
+async def test_a_stop_terms_the_servers_main_process_and_lets_it_stop_its_children(
+    manager: RunManager, tmp_path: Path
+) -> None:
+    """A TERM to the whole group would reach SGLang's schedulers under it, which it reports as a crash;
+    the main process alone drains and stops them itself, and the stop says when each step happened."""
+    server = tmp_path / "draining"
+    server.write_text(DRAINING)
+    server.chmod(0o755)
+    run = await manager.launch([str(server)])
+    await _wait_for(lambda: _has_text(Path(run.log_path), "child 2 alive"))
+    result = await manager.stop(run, grace=5)
+    log = Path(run.log_path).read_text()
+    assert "Gracefully exiting" in log and "child 1 told to stop" in log and "got TERM" not in log
+    assert result.graceful and result.signal == "TERM"
+    main = result.steps[0]
+    assert main.what == "term-main" and main.pid not in (None, run.pgid)
+    assert 0.15 <= result.steps[1].seconds < 3  # main-exited, after its drain
+    status = await manager.status(run)
+    assert status.state is RunState.STOPPED and status.rc == 0
+
+
+async def test_a_drain_longer_than_the_grace_gets_the_group_term_and_its_exit_code_is_still_written(
+    manager: RunManager, tmp_path: Path
+) -> None:
+    """The runner shell is in the group: its TERM trap waits for the server, so the code is recorded."""
+    server = tmp_path / "draining"
+    server.write_text(DRAINING)
+    server.chmod(0o755)
+    run = await manager.launch([str(server)], {"DRAIN": "1.0"})
+    await _wait_for(lambda: _has_text(Path(run.log_path), "child 2 alive"))
+    result = await manager.stop(run, grace=0.3)
+    assert [s.what for s in result.steps][:2] == ["term-main", "term-group"]
+    assert result.steps[1].seconds >= 0.3 and result.signal == "TERM"
+    await _wait_for(lambda: _exists(Path(run.log_path + ".rc")))
+    status = await manager.status(run)
+    assert status.state is RunState.STOPPED and status.rc is not None
+
+
+async def _exists(path: Path) -> bool:
+    return path.exists()
 
 
 async def test_a_process_ignoring_term_gets_kill_after_the_grace(
@@ -219,8 +282,9 @@ async def test_wait_gpus_free_names_the_holders_on_timeout(
     run = _run_on([1], pid=1)
     sampler = GpuSampler(conn)
     try:
+        user = pwd.getpwuid(os.getuid()).pw_name  # the holder's owner is named too
         with pytest.raises(
-            GpusBusyError, match=rf"pid {holder.pid} python3 \(host\) 39000 MiB on GPU 1"
+            GpusBusyError, match=rf"pid {holder.pid} \({user}\) python3 \(host\) 39000 MiB on GPU 1"
         ) as err:
             await mgr.wait_gpus_free(run, None, timeout=0.3, sampler=sampler, poll=0.1)
         assert [h.pid for h in err.value.holders] == [holder.pid]
@@ -305,7 +369,7 @@ async def test_runs_work_the_same_on_the_local_transport(tmp_path: Path, fake_se
     await _wait_for(lambda: _has_text(Path(run.log_path), "child 1 alive"))
     assert (await mgr.status(run)).state is RunState.RUNNING
     assert (await mgr.stop(run, grace=2)).signal == "TERM"
-    assert (await mgr.status(run)).state is RunState.DEAD
+    assert (await mgr.status(run)).state is RunState.STOPPED
 
 
 async def test_a_launch_too_big_for_one_command_line_still_checks_and_starts(

@@ -11,7 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -132,23 +132,6 @@ def _plant(runs: Path, name: str, pid: int, start: int | None) -> Path:
 
 def _start(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
-
-
-@pytest.fixture
-def other_user() -> Iterator[tuple[str, int]]:
-    """A second local user, created for this test and removed after it."""
-    if os.geteuid() != 0 or shutil.which("useradd") is None:
-        pytest.skip("planting a record owned by another uid needs root and useradd to create that user")
-    name = f"sgtui-t{os.getpid() % 100000}"
-    made = subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip(f"useradd failed here: {made.stderr.decode().strip()}")
-    try:
-        import pwd
-
-        yield name, pwd.getpwnam(name).pw_uid
-    finally:
-        subprocess.run(["userdel", name], capture_output=True)
 
 
 async def test_a_record_planted_by_another_user_is_foreign_and_never_signalled(

@@ -73,21 +73,22 @@ async def launch_anyway(pilot: Pilot[Any], app: Any, key: str = "l") -> None:
 
     The seeds' 0.5.9 profile is predicted to fail (and does, in the scripted logs): tests that are about
     what follows a launch get past the question this way; test_truth_flows tests the question itself.
-    It waits for the key to reach the fit check (where the question is asked, or not), never a fixed
-    number of pauses."""
+    It waits for the key to reach the preflight's decision, once the target checks answered (where the
+    question is asked, or not), never a fixed number of pauses."""
     from sgtui.ui.screens.fit_confirm import FitConfirmScreen
 
     checked: list[str] = []
-    ask = app.deploy.ask_fit_first
+    gate = app.deploy.gate
+    decide = gate.decide
 
-    def asked(what: str, go: Callable[[], None]) -> None:
-        checked.append(what)
-        ask(what, go)
+    def decided(pending: Any, checks: Any) -> None:
+        checked.append(pending.what)
+        decide(pending, checks)
 
-    app.deploy.ask_fit_first = asked
+    gate.decide = decided
     try:
-        await press_until(pilot, key, lambda: checked, f"{key} to reach the fit check")
+        await press_until(pilot, key, lambda: checked, f"{key} to reach the preflight's decision")
     finally:
-        del app.deploy.ask_fit_first
+        del gate.decide
     if isinstance(app.screen, FitConfirmScreen):
         await press_until(pilot, "y", lambda: not isinstance(app.screen, FitConfirmScreen), "the answer")

@@ -69,6 +69,8 @@ class FakeBackend:
     password_prompt: Any = None
     key_answers: list[tuple[str, bool]] = field(default_factory=list)
     closed: bool = False
+    checks: list[Any] = field(default_factory=list)  # what preflight_checks answers (core.preflight.Check)
+    checked: list[Any] = field(default_factory=list)  # the profiles the checks were asked for
     _state_queue: asyncio.Queue[tuple[str, str]] | None = None
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
@@ -132,6 +134,10 @@ class FakeBackend:
         self.existing_runs.append(run)
         return [run]
 
+    async def preflight_checks(self, profile: Any) -> list[Any]:
+        self.checked.append(profile)
+        return list(self.checks)
+
     async def tail(self, run: RunView, offset: int) -> AsyncIterator[tuple[int, list[str]]]:
         key = run.run_id if run.node_rank is None else f"{run.run_id}:{run.node_rank}"
         lines = self.existing_logs.get(key, [])
@@ -150,7 +156,8 @@ class FakeBackend:
     async def run_exit(self, run: RunView) -> RunExit:
         rc = self.exit_codes.get(run.run_id)
         note = self.exit_notes.get(run.run_id, "")
-        state = "stopped" if note and rc is None else "exited" if not rc else "failed"
+        # as remote_views.run_state_name: gone without an exit code (and no stop recorded) is dead
+        state = "dead" if note and rc is None else "exited" if not rc else "failed"
         return RunExit(state, rc, note)
 
     async def stop_preview(self, run: RunView) -> str:

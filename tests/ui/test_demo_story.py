@@ -68,16 +68,21 @@ async def test_the_demo_story_from_failure_to_ready_with_the_footer_keys(_config
         assert host.gpu_memory()[0] > 20_000  # quitting left the server running on the host
 
 
+def _a6000_app(host: SimHost, config_dir: Path) -> SgtuiApp:
+    """The app on the sim's A6000 profile with 8 running requests (it fits), over real SSH."""
+    written = host.write_config(config_dir)
+    path = next(p for p in written.profiles if "a6000" in p.stem)
+    profile = load_profile(path)
+    profile.sglang["--max-running-requests"] = 8
+    backend = RemoteBackend(
+        load_hosts(ssh_config=False), runs_dir=str(host.state_dir / "runs"), user_known_hosts=None
+    )
+    return SgtuiApp(backend, profile, path, theme="textual-dark")
+
+
 async def test_restarting_a_ready_run_stops_it_waits_for_its_gpus_and_relaunches(_config_dir: Path) -> None:
     async with SimHost(speed=SPEED) as host:
-        written = host.write_config(_config_dir)
-        path = next(p for p in written.profiles if "a6000" in p.stem)
-        profile = load_profile(path)
-        profile.sglang["--max-running-requests"] = 8
-        backend = RemoteBackend(
-            load_hosts(ssh_config=False), runs_dir=str(host.state_dir / "runs"), user_known_hosts=None
-        )
-        app = SgtuiApp(backend, profile, path, theme="textual-dark")
+        app = _a6000_app(host, _config_dir)
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.version == "0.5.9", 20, "the SGLang version of lxc 129")
             await launch_anyway(pilot, app)
@@ -89,6 +94,11 @@ async def test_restarting_a_ready_run_stops_it_waits_for_its_gpus_and_relaunches
             await wait_for(pilot, lambda: app.current is not first, 40, "the relaunch")
             await wait_for(pilot, lambda: app.run_state == "ready", 30, "the second run ready")
             assert any("stopped; its GPUs are free" in n.message for n in app._notifications)
+            # the stop's steps with their times: SGLang's drain on TERM to its main process, no KILL
+            assert any(
+                "TERM to main 0.0 s, main ended" in n.message and "KILL" not in n.message
+                for n in app._notifications
+            ), [n.message for n in app._notifications]
             assert first is not None
             await wait_for(
                 pilot,
@@ -142,3 +152,27 @@ async def test_a_run_that_dies_mid_line_shows_that_last_line_once_over_ssh(
             await backend.close()
     assert lines[-3:] == ["first", "second", "Killed mid-wr"]
     assert lines.count("second") == 1
+
+
+async def test_a_failed_run_whose_server_lives_on_is_named_and_offered_a_stop(_config_dir: Path) -> None:
+    """SGLang 0.5.23 with its port taken hangs after the bind error: the TUI says the server is still
+    running and cannot serve, and asks whether to stop it; yes stops it and the run reads stopped."""
+    async with SimHost("port-in-use", speed=SPEED) as host:
+        app = _a6000_app(host, _config_dir)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.host_states.get("sim") == "connected", 20, "SSH to the sim")
+            await launch_anyway(pilot, app)
+            await wait_for(pilot, lambda: app.run_state == "failed", 30, "the launch to fail")
+            await wait_for(pilot, lambda: asking(app), 20, "the offer to stop it")
+            assert "still running" in str(app.screen.query_one("#confirm-question").render())
+            failed = app.current
+            assert failed is not None
+            await pilot.press("y")
+            await wait_for(
+                pilot,
+                lambda: {r.run_id: r.state for r in app.runs}.get(failed.run_id) == "stopped",
+                30,
+                "the run listed as stopped",
+            )
+            await wait_for(pilot, lambda: max(host.gpu_memory().values()) < 1000, 20, "its memory freed")
+            await pilot.press("q")

@@ -443,3 +443,26 @@ async def test_the_log_status_at_80_columns_keeps_the_end_of_the_log_path(profil
         shown = str(status.render())
         assert shown.startswith("following · ") and shown.endswith("/run-1.log")
         assert len(shown) <= status.content_size.width
+
+
+async def test_a_restart_of_a_live_run_is_not_refused_for_the_port_and_gpus_that_run_itself_holds(
+    profile: Profile,
+) -> None:
+    """The target checks find the run's own port and GPUs taken; a restart stops that run first (and
+    waits for its GPUs), so those two lines do not apply to it, while a fresh launch shows them."""
+    from sgtui.core.preflight import Check
+    from sgtui.ui.screens.fit_confirm import FitConfirmScreen
+
+    backend = FakeBackend(launch_logs=[ready_log(), ready_log()], hold_tail=True)
+    backend.checks = [
+        Check("port", False, "port 30000 is already in use (Address already in use)"),
+        Check("gpus", False, "GPU 0, 1 held by others: pid 4242 (root) sglang::scheduler"),
+        Check("model_path", True, "/models/Qwen3.6-27B exists (config.json read)"),
+    ]
+    app = make_app(backend, profile)
+    async with app.run_test(size=SIZE) as pilot:
+        await launch_until(pilot, app, "ready")
+        await press_until(pilot, "r", lambda: isinstance(app.screen, FitConfirmScreen), "the question")
+        shown = str(app.screen.query_one("#fit-confirm-text").render())
+        assert "model_path: ok" in shown
+        assert "port:" not in shown and "gpus:" not in shown

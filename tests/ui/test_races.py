@@ -147,3 +147,63 @@ async def test_an_older_runs_listing_answered_late_does_not_overwrite_a_newer_on
         await wait_for(pilot, lambda: all(w.is_finished for w in listings), what="the older listing done")
         await pilot.pause()  # what it posted (if anything) is handled
         assert states() == ["exited"]
+
+
+async def test_l_pressed_the_moment_the_host_is_connected_asks_before_the_first_gpu_sample(
+    profile: Profile,
+) -> None:
+    """Connected, but no GPU sample yet (1-2 s on a LAN, longer over a real network): the fit cannot be
+    computed, so `l` asks "the fit is not known yet (why): launch anyway?" with No focused, and Escape
+    launches nothing. Once the sample came, the same `l` asks because the fit says it fails."""
+    from sgtui.ui.screens.fit_confirm import FitConfirmScreen
+    from tests.ui.conftest import press_until
+    from tests.ui.fakes import gpus
+
+    sampled = asyncio.Event()
+
+    class NoSampleYet(FakeBackend):
+        async def gpu_samples(self, host: str) -> Any:
+            await sampled.wait()  # the order forced: the header says connected, no sample has come
+            yield gpus()
+            await asyncio.Event().wait()
+
+    backend = NoSampleYet()
+    app = SgtuiApp(backend, profile, theme="textual-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected", what="connected")
+        assert app.fit_inputs.gpu_mib is None
+        await press_until(pilot, "l", lambda: isinstance(app.screen, FitConfirmScreen), "the question")
+        shown = str(app.screen.query_one("#fit-confirm-text").render())
+        assert shown.startswith("The fit is not known yet (") and shown.endswith("launch anyway?")
+        assert "first GPU sample" in shown
+        assert app.focused is not None and app.focused.id == "no"
+        assert not app.screen.query("#fix")  # nothing to apply: no fit, no fix
+        await press_until(pilot, "escape", lambda: not isinstance(app.screen, FitConfirmScreen), "gone")
+        await pilot.pause(0.2)
+        assert backend.launched == []
+
+        sampled.set()
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit once the sample came")
+        await press_until(pilot, "l", lambda: isinstance(app.screen, FitConfirmScreen), "the question")
+        assert "fails" in str(app.screen.query_one("#fit-confirm-text").render())
+
+
+async def test_l_on_a_host_without_nvidia_smi_says_why_the_fit_is_not_known_and_y_launches(
+    profile: Profile,
+) -> None:
+    """A host whose nvidia-smi is missing never sizes the fit: `l` says so instead of launching with no
+    word; "launch anyway" (y) launches."""
+    from sgtui.ui.screens.fit_confirm import FitConfirmScreen
+    from sgtui.ui.views import GpuView
+    from tests.ui.conftest import press_until
+
+    note = "no nvidia-smi: install the NVIDIA driver utilities (bash: nvidia-smi: command not found)"
+    backend = FakeBackend(gpu_frames=[[GpuView(-1, "", 0, 0, None, (), note)]])
+    app = SgtuiApp(backend, profile, theme="textual-dark")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.fit_inputs.gpu_error, what="the GPU problem")
+        await press_until(pilot, "l", lambda: isinstance(app.screen, FitConfirmScreen), "the question")
+        shown = str(app.screen.query_one("#fit-confirm-text").render())
+        assert shown.startswith("The fit is not known yet (cannot size the GPU: pve: no nvidia-smi")
+        await press_until(pilot, "y", lambda: backend.launched, "the launch")
+        assert len(backend.launched) == 1

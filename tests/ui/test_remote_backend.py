@@ -61,8 +61,9 @@ def test_a_process_whose_memory_nvidia_smi_cannot_read_is_shown_as_unknown_not_z
         (RunStatus(RunState.RUNNING, None, 3), "running"),
         (RunStatus(RunState.EXITED, 0), "exited"),
         (RunStatus(RunState.EXITED, 1), "failed"),
-        (RunStatus(RunState.DEAD), "stopped"),
-        (RunStatus(RunState.PID_REUSED), "stopped"),
+        (RunStatus(RunState.STOPPED, 143), "stopped"),  # a stop by sgtui recorded itself
+        (RunStatus(RunState.DEAD), "dead"),  # gone with no exit code and no recorded stop
+        (RunStatus(RunState.PID_REUSED), "dead"),
     ],
 )
 def test_run_states_are_named_for_the_runs_table(status: RunStatus, shown: str) -> None:

@@ -34,7 +34,15 @@ async def fitted(pilot: Any, app: SgtuiApp) -> None:
 async def test_l_on_a_launch_the_fit_says_fails_asks_first_and_escape_launches_nothing(
     profile: Profile,
 ) -> None:
-    backend = FakeBackend(launch_logs=[failing_log()])
+    """The question quotes the predicted error, offers the report's first fix (`FitReport.first_fix`, the
+    one ranking) as its one key, and shows each target check as a line."""
+    from sgtui.core.preflight import Check, first_fix_json
+
+    held = "GPU 1 held by others: pid 77 (alice) python3 (host) 20480 MiB on GPU 1"
+    backend = FakeBackend(
+        launch_logs=[failing_log()],
+        checks=[Check("port", True, "port 30000 is free"), Check("gpus", False, held)],
+    )
     app = SgtuiApp(backend, profile, theme="textual-dark")
     async with app.run_test(size=SIZE) as pilot:
         await fitted(pilot, app)
@@ -42,7 +50,11 @@ async def test_l_on_a_launch_the_fit_says_fails_asks_first_and_escape_launches_n
         assert "fit FAILS" in status(app)  # on the log tab, where the app opens
         await press_until(pilot, "l", lambda: isinstance(app.screen, FitConfirmScreen), "the question")
         shown = str(app.screen.query_one("#fit-confirm-text").render())
-        assert "Not enough memory" in shown and "Best fix: --" in shown
+        first = first_fix_json(app.fit_report)
+        assert first is not None
+        assert "Not enough memory" in shown and f"fix: {first.flag} {first.value}" in shown
+        assert "port: ok: port 30000 is free" in shown and f"gpus: FAILED: {held}" in shown
+        assert backend.checked, "the target checks were asked for"
         await press_until(pilot, "escape", lambda: not isinstance(app.screen, FitConfirmScreen), "gone")
         await pilot.pause(0.2)
         assert backend.launched == []

@@ -81,7 +81,7 @@ async def test_a_run_that_ended_on_a_full_disk_says_so_in_the_status_line_the_si
         await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
         await launch_anyway(pilot, app)
         await wait_for(pilot, lambda: app.session is not None and not app.session.alive, what="the end")
-        assert app.run_state == "stopped"
+        assert app.run_state == "dead"  # no exit code and no stop by sgtui: not "stopped"
         await wait_for(pilot, lambda: note in status(app), what="the note in the status line")
         panel = app.main.query_one(DiagnosisPanel)
         assert panel.display and note in str(panel.render())  # whole, where the user reads the diagnosis
@@ -95,12 +95,12 @@ async def test_a_docker_runs_fate_reaches_the_runs_table_in_the_words_of_sgtui_r
 ) -> None:
     """The host's note is outside text: a container named like markup is shown as written."""
     why = "Docker container [/opt/x][bold] is gone from pve (removed), and the run ended with it"
-    dead = RunView("run-old", "pve", "docker [/opt/x]", "qwen", "stopped", "/l/old.log", note=why)
+    dead = RunView("run-old", "pve", "docker [/opt/x]", "qwen", "dead", "/l/old.log", note=why)
     app = SgtuiApp(FakeBackend(existing_runs=[dead]), profile, theme="textual-dark", clock=Clock())
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.runs, what="the runs listed")
         state = runs_row(app, "run-old")[3].plain
-        assert state.startswith("stopped: Docker container [/opt/x][bold] is gone from pve (removed)")
+        assert state.startswith("dead: Docker container [/opt/x][bold] is gone from pve (removed)")
         assert state.endswith("…")  # cut in the table; whole in the side panel and `sgtui runs`
         app.follow(dead, None, fresh=False)
         await wait_for(pilot, lambda: why in str(app.main.query_one(DiagnosisPanel).render()), what="why")
@@ -131,7 +131,7 @@ async def test_the_remote_backend_hands_the_tui_the_same_note_as_the_run_status(
     assert expected is not None and "is gone from dockerhost (removed)" in expected
     [view] = await backend.runs("dockerhost", ContainerView("docker", "web-1"))
     assert view.note == expected
-    assert await backend.run_exit(view) == RunExit("stopped", None, expected)
+    assert await backend.run_exit(view) == RunExit("dead", None, expected)
 
 
 # ---- stale health in the fleet and runs rows -------------------------------------------------------------

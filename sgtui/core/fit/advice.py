@@ -86,7 +86,9 @@ def _summary(r: FitReport) -> str:
 def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: ModelFacts) -> None:
     """Append warnings (in order of importance) to `report`."""
     w = report.warnings
-    current = round(report.mem_fraction_static * 1000)
+    # the value the flag holds: SGLang may shrink it afterwards (aiter, multimodal), and a suggestion is
+    # a flag value, so the search starts from the flag's own value
+    current = round((spec.mem_fraction_static or report.mem_fraction_static) * 1000)
 
     def pools_fit_at(t: int) -> bool:
         return _pools_fit(recompute(_mfs(spec, t)))
@@ -240,9 +242,9 @@ def advise(report: FitReport, recompute: Recompute, spec: LaunchSpec, model: Mod
             FitWarning(
                 "baseline_estimated",
                 f"Free memory before loading (P = {report.baseline_free_gib:.2f} GiB) is an estimate: "
-                "the GPU "
-                "total minus about 1 GiB for the CUDA context and NCCL. Pass --free-gib with the value of "
-                '"Load weight begin. avail mem=" from a log for an exact answer.',
+                "the GPU total less the baseline table's figure for this card and TP (see the notes). "
+                'Pass --free-gib with the value of "Load weight begin. avail mem=" from a log for an '
+                "exact answer.",
                 "--free-gib",
             )
         )

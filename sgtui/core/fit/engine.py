@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from sgtui.core.errors import UserError
 from sgtui.core.fit import errors as fit_errors
+from sgtui.core.fit.baseline import estimated_loss
 from sgtui.core.fit.defaults import multimodal_enabled, resolve_defaults, runtime_multimodal_factor
 from sgtui.core.fit.errors import PredictedError
 from sgtui.core.fit.inputs import GIB, Inputs
@@ -21,27 +22,27 @@ from sgtui.core.fit.pools import (
     attention_dp,
     kv_dtype,
     kv_layout,
+    loaded_scheme,
     model_dtype,
+    model_name,
     state_shape,
     weight_bytes_on_gpu,
 )
-from sgtui.core.fit.report import FitReport
+from sgtui.core.fit.report import FitReport, FitWarning
+from sgtui.core.fit.shards import Sharded, shard_own_draft, shard_weights
 from sgtui.core.fit.sizing import size_pools
 from sgtui.core.fit.spec import (
     DEFAULT_MAX_RUNNING,
+    EAGLE_LIKE,
     draft_kv_layers,
     estimate_draft_weight_bytes,
     speculative_params,
 )
 from sgtui.core.gpus import GpuSpec, is_rocm
 from sgtui.core.model import ModelFacts
+from sgtui.core.model.names import name_versus_config
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.windows import Window, window_for, window_note
-
-# Free memory lost before SGLang's baseline (CUDA context, cuBLAS, NCCL) when --free-gib is not given.
-# Real logs show 0.7-1.5 GiB (a real L4 at TP 4: 21.63 of 22.49 GiB free; an RTX 4090: 22.46 of 23.99).
-CUDA_CONTEXT_GIB = 0.75
-NCCL_GIB = 0.25
 
 # "tight" when the slack left after the pools is under this share of SGLang's own activation+graph
 # estimate, i.e. the reservation its automatic mfs makes: 512 MiB + 1.5 MiB per chunked-prefill token +
@@ -82,8 +83,11 @@ def fit(
     report = compute(spec)
     if advise:
         from sgtui.core.fit.advice import advise as add_advice
+        from sgtui.core.fit.fixes import rank_fixes
 
         add_advice(report, compute, spec, model)
+        if report.verdict != "fits":
+            report.fixes = rank_fixes(report, compute, spec, measured=weights_gib is not None)
     return report
 
 
@@ -125,15 +129,50 @@ def _default_page_size(spec: LaunchSpec) -> int:
 
 
 def _aiter_shrinks(spec: LaunchSpec, model: ModelFacts, gpu: GpuSpec, window: Window, ctx: int) -> bool:
-    """0.4.8 on (model_runner, later server_args/attention_hook): the aiter attention backend with a
-    context over 8192 multiplies mem-fraction-static by 0.85, a set value too. aiter is named with
-    --attention-backend, or is ROCm's default for MHA models when the backend is left unset."""
+    """0.4.7 on (model_runner.__init__; 0.5.x server_args; 0.5.23 arg_groups/attention_hook): the aiter
+    attention backend with a context over 8192 multiplies mem-fraction-static by 0.85, a set value too.
+    aiter is named with --attention-backend, or is ROCm's default when the backend is left unset
+    (`rocm_default_is_aiter`)."""
     if not window.rules.aiter_long_context_shrink or ctx <= 8192:
         return False
     backend = (spec.attention_backend or "").lower()
     if backend:
         return backend == "aiter"
-    return is_rocm(gpu.name) and not model.is_mla
+    return is_rocm(gpu.name) and rocm_default_is_aiter(spec, model, window)
+
+
+def rocm_default_is_aiter(spec: LaunchSpec, model: ModelFacts, window: Window) -> bool:
+    """Whether SGLang picks aiter on ROCm when --attention-backend is unset: always for MHA models; for
+    MLA models when ModelConfig.get_num_kv_heads(tp_size) = max(1, kv_heads // tp) is 16 or 128
+    ("current aiter only support head number 16 or 128"; model_runner.model_specific_adjustment
+    0.4.7-0.5.5, server_args._handle_attention_backend_compatibility 0.5.6, server_args.
+    _get_default_attn_backend 0.5.10, arg_groups/model_override_base.get_default_attn_backend 0.5.23),
+    and before 0.5.3 only without speculative decoding. DeepSeek-R1 (128 KV heads) gets aiter at TP 1
+    and TP 8, triton at TP 16."""
+    if not model.is_mla:
+        return True
+    rule = window.rules.aiter_mla_default
+    if rule == "never":
+        return False
+    if rule == "heads-16-128-no-spec" and spec.speculative_algorithm:
+        return False
+    return max(1, model.num_kv_heads // spec.tp_size) in (16, 128)
+
+
+def _shard_note(sharded: Sharded, shards: int) -> str:
+    """Why the weights per GPU are not the checkpoint over tp x pp."""
+    parts = []
+    if sharded.whole_bytes:
+        parts.append(
+            f"{sharded.whole_bytes / GIB:.2f} GiB held whole on every GPU (replicated layers, router, norms)"
+        )
+    if sharded.copy_bytes:
+        parts.append(f"{sharded.copy_bytes / GIB:.2f} GiB of MLA's w_kc/w_vc copies made after loading")
+    why = "; ".join(parts) or "K/V heads, vocabulary padding or the parallel layout"
+    return (
+        f"Weights per GPU {sharded.per_gpu_bytes / GIB:.2f} GiB, not the checkpoint / {shards} = "
+        f"{sharded.even_split_bytes / GIB:.2f} GiB: {why}."
+    )
 
 
 def _resolve(
@@ -177,9 +216,31 @@ def _resolve(
         if given is not None and given < 0:
             raise UserError(f"{label} {given}: must be a non-negative number of GiB")
     shards = spec.tp_size * spec.pp_size
-    p = min(per_gpu) if per_gpu else gpu.gib - CUDA_CONTEXT_GIB - (NCCL_GIB if shards > 1 else 0.0)
+    if per_gpu:
+        p = min(per_gpu)
+    else:
+        lost = estimated_loss(gpu, spec.tp_size)
+        p = gpu.gib - lost.loss_gib
+        notes.append(
+            f"Free memory before the weights P = {p:.2f} GiB is estimated from the baseline table: the GPU "
+            f"total less {lost.loss_gib:.2f} GiB (+/- {lost.error_gib:.2f}) for CUDA context, NCCL and "
+            f"workspaces ({lost.basis}). --free-gib replaces it."
+        )
     model_bytes, bytes_estimated = weight_bytes_on_gpu(spec, model)
-    w = weights_gib if weights_gib is not None else model_bytes / shards / GIB
+    w = weights_gib
+    if w is None:
+        sharded = shard_weights(
+            spec,
+            model,
+            model_bytes,
+            rules,
+            rocm=is_rocm(gpu.name),
+            dtype=model_dtype(spec, model),
+            scheme=loaded_scheme(spec, model),
+        )
+        w = sharded.per_gpu_bytes / GIB
+        if abs(sharded.per_gpu_bytes - sharded.even_split_bytes) > 0.01 * sharded.even_split_bytes:
+            notes.append(_shard_note(sharded, shards))
     sd = speculative_params(spec, model)
     max_running = spec.max_running_requests
     draft_w = 0.0
@@ -196,7 +257,11 @@ def _resolve(
                     "The draft model's weights are unknown (its folder is not local): "
                     "pass --draft-weights-gib."
                 )
-            draft_w = (total or 0) / shards / GIB
+            if draft_model is None and sd.algorithm in EAGLE_LIKE and model.mtp_layers and total:
+                rocm, dtype = is_rocm(gpu.name), model_dtype(spec, model)
+                draft_w = shard_own_draft(spec, model, total, rules, rocm=rocm, dtype=dtype) / GIB
+            else:
+                draft_w = (total or 0) / shards / GIB
     _, elem = kv_dtype(spec, model, rules)
     return Inputs(
         spec=spec,
@@ -278,6 +343,16 @@ def _compute(
         notes=notes,
         dtype=model_dtype(spec, model),
     )
+    if free_gib is None:
+        report.baseline_error_gib = estimated_loss(gpu, spec.tp_size).error_gib
+    mismatch = name_versus_config(
+        model_name(spec, model),
+        model.quant,
+        model.quant_method,
+        model.weights_estimated and weights_gib is None,
+    )
+    if mismatch is not None and not spec.quantization:
+        report.warnings.append(FitWarning("quantization_name_mismatch", mismatch))
     try:
         refused = size_pools(report, x)
     except PredictedError as failure:

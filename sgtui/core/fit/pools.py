@@ -16,6 +16,9 @@ from dataclasses import dataclass, replace
 from sgtui.core.errors import UserError
 from sgtui.core.gpus import is_rocm, preset_name
 from sgtui.core.model import DTYPE_BYTES, ModelFacts, estimate_param_count, mtp_weight_bytes
+from sgtui.core.model.names import named_quantization
+from sgtui.core.model.quant import QuantScheme
+from sgtui.core.model.weights import quantized_weight_bytes
 from sgtui.core.sglang.flags import LaunchSpec
 from sgtui.core.sglang.rules import Rules
 
@@ -48,6 +51,23 @@ def model_dtype(spec: LaunchSpec, model: ModelFacts) -> str:
 _ONLINE_QUANT_BYTES = {"fp8": 1.0, "w8a8_fp8": 1.0, "w8a8_int8": 1.0, "awq": 0.5, "gptq": 0.5, "mxfp4": 0.5}
 
 
+def loaded_scheme(spec: LaunchSpec, model: ModelFacts) -> QuantScheme | None:
+    """The scheme the weights are held in: the checkpoint's, else what --quantization makes of an
+    unquantized checkpoint on load, else the one the name announces (priced when the config is silent)."""
+    if model.quant is not None or model.quant_method is not None:
+        return model.quant
+    online = _ONLINE_QUANT_BYTES.get((spec.quantization or "").lower())
+    if online is not None:
+        return QuantScheme(str(spec.quantization), online)
+    named = named_quantization(model_name(spec, model))
+    return named[1] if named is not None and model.weights_estimated else None
+
+
+def model_name(spec: LaunchSpec, model: ModelFacts) -> str:
+    """The name a person gave the model: --model-path, else where its config came from."""
+    return spec.model_path or model.source
+
+
 def weight_bytes_on_gpu(spec: LaunchSpec, model: ModelFacts) -> tuple[int, bool]:
     """(bytes, estimated) of the target model as loaded: the checkpoint without its MTP/NextN layers,
     converted to the runtime dtype (a float32 checkpoint runs in 16 bits) or quantized on load by
@@ -57,6 +77,10 @@ def weight_bytes_on_gpu(spec: LaunchSpec, model: ModelFacts) -> tuple[int, bool]
         total -= mtp_weight_bytes(model)  # the target skips the checkpoint's MTP/NextN tensors
     if model.quant_method is not None:
         return total, model.weights_estimated
+    named = named_quantization(model_name(spec, model))
+    if named is not None and model.weights_estimated and not spec.quantization:
+        # the name says quantized, the config does not: price the name's scheme (a warning says so)
+        return quantized_weight_bytes(model, named[1]), True
     stored = DTYPE_BYTES.get(model.dtype, 2)
     runtime = DTYPE_BYTES.get(model_dtype(spec, model), 2)
     total = total * runtime // stored

@@ -7,8 +7,11 @@ simulator's SGLang stand-in.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -136,16 +139,14 @@ class FitReport:
     dtype: str = ""  # the model's runtime dtype ("bfloat16")
     budget: list[BudgetLine] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
+    baseline_error_gib: float | None = None  # +/- GiB of an estimated P (the baseline table's)
 
     def first_fix(self) -> Fix | None:
         """The fix offered first: the first ranked one that fits, else the first tight one; before the
         ranking exists for a report, the first warning that names a flag and a value."""
-        for wanted in ("fits", "tight"):
-            for f in self.fixes:
-                if f.verdict == wanted:
-                    return f
-        if self.fixes:
-            return None
+        found = first_offered(self.fixes, lambda f: f.verdict)
+        if found is not None or self.fixes:
+            return found
         for w in self.warnings:
             if w.flag and w.flag.startswith("--") and w.suggested_value is not None:
                 return Fix(w.flag, w.suggested_value, "unknown", w.message)
@@ -196,6 +197,7 @@ class FitReport:
             "n_gpus": self.n_gpus,
             "tp_size": self.tp_size,
             "baseline_estimated": self.baseline_estimated,
+            "baseline_error_gib": self.baseline_error_gib,
             "mem_fraction_static_is_auto": self.mem_fraction_static_is_auto,
             "weights_estimated": self.weights_estimated,
             "draft_weights_estimated": self.draft_weights_estimated,
@@ -218,6 +220,16 @@ class FitReport:
                 for b in self.budget
             ],
         }
+
+
+def first_offered(fixes: Sequence[T], verdict_of: Callable[[T], Any]) -> T | None:
+    """The first of ranked `fixes` (Fix objects, or their JSON dicts in `sgtui fit --json`'s "fixes")
+    that fits, else the first tight one: the one rule every place that offers a fix uses."""
+    for wanted in ("fits", "tight"):
+        for f in fixes:
+            if verdict_of(f) == wanted:
+                return f
+    return None
 
 
 def printed_fraction(value: float) -> float:

@@ -52,7 +52,10 @@ def estimate_draft_weight_bytes(model: ModelFacts, sd: SpecDecoding, draft: Mode
         return draft.weight_bytes
     if sd.algorithm not in EAGLE_LIKE or not model.mtp_layers:
         return None
-    return mtp_weight_bytes(model)
+    # speculative/eagle_worker.py (0.5.9; eagle_worker_v2.py in 0.5.23): a non-EAGLE3 draft gets the
+    # target's embedding and lm_head (set_embed_and_head deletes its own, then empty_cache), so what it
+    # keeps are its decoder layer(s), eh_proj and norms
+    return mtp_weight_bytes(model, with_embeddings=False)
 
 
 def draft_kv_layers(model: ModelFacts, sd: SpecDecoding | None, draft: ModelFacts | None) -> int:

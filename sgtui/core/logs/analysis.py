@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from sgtui.core.logs.classifier import LogClassifier
 from sgtui.core.logs.prefix import cloud_prefix
-from sgtui.core.logs.state import ANSWERED, STOPPED, ErrorInfo, Milestone, StartupState, parse_seconds
+from sgtui.core.logs.state import ANSWERED, SERVED, STOPPED, ErrorInfo, Milestone, StartupState, parse_seconds
 
 BLOCK = 1 << 20
 _PROBE = 1 << 16  # bytes read at each end to tell a newest-first export
@@ -58,7 +58,7 @@ class LogAnalysis:
             return "failed"
         if state.exited and state.exit_code not in (None, 0) and STOPPED not in state.notes:
             return "failed"
-        if "ready" in state.milestones or ANSWERED in state.notes:
+        if "ready" in state.milestones or ANSWERED in state.notes or SERVED in state.notes:
             return "ready"
         if state.stall is not None and not state.exited:
             return "starting"
@@ -84,6 +84,8 @@ class LogAnalysis:
             "facts": dict(state.facts),
             "facts_per_rank": {k: v for k, v in state.facts_per_rank.items() if len(v) > 1},
             "stall": state.stall.values if state.stall else None,
+            "gaps": list(state.gaps),
+            "phase_at_end": state.phase_at_end,
             "warnings": [{"line": line, "text": text} for line, text in state.warnings],
             "line_count": self.line_count,
             "reversed_order": self.reversed_order,

@@ -19,22 +19,23 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from sgtui.core.logs.facts import FROM_COMMAND, FactStore
-from sgtui.core.logs.failures import failure
+from sgtui.core.logs.failures import failure, termed_child
+from sgtui.core.logs.gaps import GapWatch
 from sgtui.core.logs.info import comment, info_line, progress
 from sgtui.core.logs.milestones import milestone_line
+from sgtui.core.logs.prefilter import may_matter
 from sgtui.core.logs.prefix import (
     LINE_CAP,
-    SERVER_ARGS_CAP,
+    cap_line,
     last_segment,
     peel_collectors,
     split_prefix,
     strip_ansi,
 )
 from sgtui.core.logs.server_args import ArgsDump, looks_like_command, parse_command_flags
-from sgtui.core.logs.signals import FailureLog
+from sgtui.core.logs.signals import CHAIN_MARKERS, FailureLog
 from sgtui.core.logs.stall import StallWatch
 from sgtui.core.logs.state import (
-    ANSWERED,
     MILESTONE_PHASE,
     PHASES,
     STOPPED,
@@ -44,6 +45,7 @@ from sgtui.core.logs.state import (
     parse_seconds,
 )
 from sgtui.core.logs.traceback import TraceTracker, exception_line
+from sgtui.core.logs.traffic import first_answer, first_batch, first_decode
 
 if TYPE_CHECKING:
     from sgtui.core.logs.analysis import LogAnalysis
@@ -64,6 +66,7 @@ class LogClassifier:
         self.failures = FailureLog(self.state, self.trace, self.store, lambda: self.last_prefill)
         self.last_prefill: tuple[int, str] | None = None  # the last "Prefill batch" line (number, text)
         self.stall = StallWatch(clock, stall_after)
+        self.gaps = GapWatch(self.stall)
         self.awaiting_first_answer = False
         self.load_ends: dict[str, int] = {}
         self.last_progress: tuple[Any, ...] | None = None
@@ -71,8 +74,11 @@ class LogClassifier:
         self._buf = ""
         self._buf_overflow = False
         self._ranks: tuple[str, ...] = ()
+        self._ranks_kept: tuple[str, ...] = ()
+        self._in_message = False
         self._last_milestone_line = 0
-        self._batches_seen = False
+        self.batches_seen = False
+        self.decoding = False
         self._last_record_line = 0
         self._exception_ignored = False
         self._finished = False
@@ -120,6 +126,8 @@ class LogClassifier:
         if not self._finished:
             self._finished = True
             self.failures.at_end(self._last_record_line, self._last_milestone_line, events)
+            if not self.batches_seen:  # a server running batches is past its startup
+                self.gaps.at_end(self.state, self.line_count)
         return events
 
     def process_exited(self, returncode: int | None) -> list[LogEvent]:
@@ -174,22 +182,24 @@ class LogClassifier:
 
     def _handle(self, raw: str, n: int, events: list[LogEvent]) -> None:
         if len(raw) > LINE_CAP:
-            raw = _cap(raw)
+            raw = cap_line(raw)
         # Per-step batch stats: the bulk of a serving log, never a milestone; the first one still says the
         # server runs batches (warm-up or requests), which a pasted tail may show nothing else of. The last
         # prefill is kept unparsed: it names the request a serving-time OOM hit.
         if "Decode batch" in raw:
-            if not self._batches_seen:
-                self._first_batch(raw, n, events)
+            if not self.decoding:
+                first_decode(self, raw, n, events)
             return
         if "Prefill batch" in raw:
             self.last_prefill = (n, raw)
-            if not self._batches_seen:
-                self._first_batch(raw, n, events)
+            if not self.batches_seen:
+                first_batch(self, raw, n, events)
             return
         if "HTTP/1." in raw:
             if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
-                self._first_answer(raw, n, events)
+                first_answer(self, raw, n, events)
+            elif not self.decoding and "POST /v1/" in raw and '" 200' in raw:
+                first_decode(self, raw, n, events)  # a client's OpenAI request (the warm-up posts /generate)
             return  # the access log: only its first answered POST after Uvicorn starts means anything
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")
@@ -204,22 +214,11 @@ class LogClassifier:
             raw = raw[cut:]
         self._record(raw, n, events)
 
-    def _first_batch(self, raw: str, n: int, events: list[LogEvent]) -> None:
-        self._batches_seen = True
-        time = split_prefix(raw)[0]
-        self.advance("serving", n, time, parse_seconds(time), events)
-
-    def _first_answer(self, raw: str, n: int, events: list[LogEvent]) -> None:
-        """The server answered a request (the warm-up's or a client's): it serves, even in versions that
-        never print "fired up and ready to roll"."""
-        self.awaiting_first_answer = False
-        if "ready" not in self.state.milestones:
-            self.state.notes.add(ANSWERED)
-            time, _, _ = split_prefix(raw)
-            self.advance("ready", n, time, parse_seconds(time), events)
-
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
-        cloud_time, line = peel_collectors(line)
+        if line[:1] == "[" and line[11:12] != "T" and line[1:5] != "pod/":
+            cloud_time = None  # SGLang's own `[date time TPn]` prefix: no collector in front of it
+        else:
+            cloud_time, line = peel_collectors(line)
         time, ranks, body = split_prefix(line)
         if self.args is not None and not self.args.add(body, time, ranks, cloud_time):
             self._close_args(events)
@@ -228,6 +227,10 @@ class LogClassifier:
                 self._close_args(events)
             return
         body = body.rstrip()
+        # a line of an exception's message: its words (a flag quoted in a sentence) are no command
+        self._in_message = self.failures.message_of is not None and self.failures.continue_message(
+            body, time, ranks
+        )
         if not body:
             return
         if time is not None:
@@ -235,8 +238,12 @@ class LogClassifier:
         if time is None:
             time = cloud_time
         if time is not None:
+            if time != self.state.last_time and not time.startswith(self.gaps.minute):
+                self.gaps.stamp(self.state, time, n, body)  # a new minute: a gap may have passed
+            self.gaps.previous_line = n
             self.state.last_time = time
-        if ranks:
+        if ranks and ranks is not self._ranks_kept:
+            self._ranks_kept = ranks
             self.state.ranks_seen.add(" ".join(ranks))
         self._dispatch(body, n, time, ranks, events)
 
@@ -250,16 +257,25 @@ class LogClassifier:
         if first == "#":
             comment(self, body)
             return
-        if self._traceback_line(body, first, time):
+        if (first in " FrT" or self.trace.after_frame) and self._traceback_line(body, first, time):
             return
         tail, self.trace.tail = self.trace.tail, False
-        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt"):
+        if (first == "D" or first == "T") and body.startswith(CHAIN_MARKERS):
+            self.failures.chain_marker()
+            return
+        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt") or termed_child(body):
             # "SIGTERM received. signum=15 ... Draining requests and shutting down..." (sgtui's own stop, a
-            # container stop) or Ctrl+C: the tracebacks and deaths of the shutdown that follows are expected.
+            # container stop), Ctrl+C, or a TERM sent to the whole process group ("Subprocess scheduler_0
+            # (pid=N) crashed with exit code -15", sglang/srt/utils/watchdog.py): the tracebacks and deaths of
+            # the shutdown that follows are expected.
             self.state.notes.add(STOPPED)
             return
+        if not tail and not may_matter(body, first):
+            self._exception_ignored = False
+            return  # no rule reads it (prefilter.py)
         if "Traceback (most recent call last)" in body:
             self.trace.start(n, time, ignored=self._exception_ignored)
+            self.trace.rank = " ".join(ranks) or None
         self._exception_ignored = body.startswith("Exception ignored")
         if milestone_line(self, body, n, time, ranks, events):
             return
@@ -267,7 +283,7 @@ class LogClassifier:
             progress(self, body, n, time, ranks, events)
             return
         info_line(self, body, n, time, ranks, events)
-        if "--" in body and looks_like_command(body) and "usage:" not in body and "[--" not in body:
+        if "--" in body and not self._in_message and _command(body):
             self.facts(parse_command_flags(body), FROM_COMMAND)
         found = failure(body)
         if found is None and tail:
@@ -275,17 +291,15 @@ class LogClassifier:
             if named is not None:
                 found = (None, "generic", {"exception": named[0], "message": named[1]})
         if found is not None:
-            self.failures.signal(found, n, time, ranks, body, events)
+            self.failures.signal(found, n, time, ranks, body, events, ends_trace=tail)
 
     def _traceback_line(self, body: str, first: str, time: str | None) -> bool:
         """Frames, their source lines and markers: where a traceback was, never what went wrong."""
         kind = self.trace.line(body, first, time)
         if kind == "frame" and self.failures.crash is not None:
             self.failures.update_crash_phase()
-        elif kind == "thread":
-            self.failures.crash = (
-                None  # faulthandler's other threads: only the current thread's stack says where
-            )
+        elif kind == "thread":  # faulthandler's other threads: only the current thread's stack says where
+            self.failures.crash = None
             return False
         return kind is not None
 
@@ -360,10 +374,7 @@ class LogClassifier:
         self.args = dump
 
 
-def _cap(raw: str) -> str:
-    """Bound a long line: keep the last `\\r` segment of a progress bar, a server_args dump's useful part."""
-    if "\r" in raw[-LINE_CAP:]:
-        raw = last_segment(raw)
-    if raw.find("server_args", 0, 256) >= 0 or raw.find("ServerArgs(", 0, 256) >= 0:
-        return raw[:SERVER_ARGS_CAP]
-    return raw[:LINE_CAP]
+def _command(body: str) -> bool:
+    """A launch command echoed or pasted into the log (not argparse's usage text, whose `[--flag X]` are
+    placeholders)."""
+    return looks_like_command(body) and "usage:" not in body and "[--" not in body

@@ -6,16 +6,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sgtui.core.logs.distributed import distributed_failure
 from sgtui.core.logs.rules import CAPTURE_FAILED, SUMMARY_PAIR, num
 from sgtui.core.logs.traceback import exception_line
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
+_FRACTION = r"(-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)"  # Python prints 0.00001 as 1e-05
 
 # ---- failures --------------------------------------------------------------------------------------------
 
 _NOT_ENOUGH = re.compile(
     r"Not enought? memory\. Please try to increase --mem-fraction-static"
-    r"(?:\.? ?Current value: (?:(?:self\.server_args\.)?mem_fraction_static=)?" + _NUM + ")?"
+    r"(?:\.? ?Current value: (?:(?:self\.server_args\.)?mem_fraction_static=)?" + _FRACTION + ")?"
 )
 _LEAVE_NO = re.compile(r"leave no GPU memory for the KV cache under --mem-fraction-static=" + _NUM)
 _UNBALANCED = re.compile(
@@ -127,16 +129,26 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         m = _CONTEXT_TOO_LONG.search(body)
         values = {"requested": int(m.group(1)), "derived": int(m.group(2))} if m else {}
         return "bad_arguments", "fatal", {"flag": "--context-length", **values}
-    if "ccl" in body or "NCCL" in body or "DistBackendError" in body or "Watchdog caught" in body:
-        nccl = nccl_strength(body)
-        if nccl:
-            return "nccl", nccl, {"shm": "/dev/shm" in body or "shared memory" in body}
-    if "Watchdog timeout" in body and "watchdog_timeout" in body:
+    if "illegal" in body or "cudaErrorIllegalAddress" in body or "Cuda failure 700" in body:
+        # a CUDA fault is the fault, also where NCCL or the process group's watchdog is what reports it
+        # ("NCCL WARN Cuda failure 700 'an illegal memory access was encountered'")
+        fault = crash_values(body)
+        if fault is not None:
+            return None, "death", fault
+    found = distributed_failure(body)
+    if found is not None:
+        return found
+    if "atchdog timeout" in body and "watchdog_timeout" in body:
         # SGLang's scheduler watchdog: one forward batch made no progress for --watchdog-timeout seconds, so
-        # it SIGQUITs the server (scheduler_runtime_checker_mixin.py, 0.5.x): a stall SGLang made fatal.
+        # it SIGQUITs the server (scheduler_runtime_checker_mixin.py, 0.5.x; 0.5.23's utils/watchdog.py
+        # words it "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"): a stall SGLang
+        # made fatal. The soft watchdog (soft=True) only logs.
         m = _WATCHDOG.search(body)
-        return "stalled", "fatal", {"watchdog_timeout": num(m.group(1)) if m else None}
-    if "sigquit" in body and "Received sigquit" in body:
+        strength = "weak" if "soft=True" in body else "fatal"
+        return "stalled", strength, {"watchdog_timeout": num(m.group(1)) if m else None}
+    if ("sigquit" in body and "Received sigquit" in body) or "SIGQUIT received" in body:
+        # "Received sigquit from a child process" (to 0.5.x); 0.5.23's tokenizer_manager.py: "SIGQUIT
+        # received. signum=None, frame=None. It usually means one child failed."
         return None, "death", {"sigquit": True}
     if "scheduler" in body and ("scheduler is dead" in body or "scheduler died" in body):
         m = _DIED.search(body)
@@ -144,6 +156,10 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         if code == -9:
             return "oom_killed", "cause", {"exit_code": code, "rank": int(m.group(1)) if m else None}
         return None, "death", {"exit_code": code}
+    if "resource_tracker" in body and "leaked" in body and "at shutdown" in body:
+        # multiprocessing's resource tracker, as the interpreter exits: "resource_tracker: There appear to be
+        # 1 leaked semaphore objects to clean up at shutdown". The process ended here, whatever it had shown.
+        return None, "death", {"ended": True}
     if " hit an exception" in body:
         return None, "death", {"exception": True}
     if "Initialization failed" in body:
@@ -204,7 +220,7 @@ def crash_values(body: str) -> dict[str, Any] | None:
     if "illegal" in body and ("illegal memory access" in body or "illegal instruction was" in body):
         kind = "illegal_address" if "memory access" in body else "illegal_instruction"
         return {"crash": True, "signal": None, "cuda_fault": kind}
-    if "cudaErrorIllegalAddress" in body:
+    if "cudaErrorIllegalAddress" in body or "Cuda failure 700" in body:
         return {"crash": True, "signal": None, "cuda_fault": "illegal_address"}
     if "Fatal Python error" in body:
         m = _FATAL.search(body)
@@ -270,24 +286,6 @@ def names_a_flag_conflict(message: str) -> bool:
     return "--" in message and any(word in message for word in _CONFLICT_WORDS)
 
 
-def nccl_strength(body: str) -> str | None:
-    if "NCCL WARN" in body:
-        return "weak"
-    for needle in (
-        "NCCL error",
-        "ncclUnhandledCudaError",
-        "ncclSystemError",
-        "ncclInternalError",
-        "ncclInvalidUsage",
-        "ncclRemoteError",
-        "DistBackendError",
-        "Watchdog caught collective operation timeout",
-    ):
-        if needle in body:
-            return "cause"
-    return None
-
-
 def oom_values(body: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     m = _OOM_ALLOC.search(body)
@@ -309,3 +307,9 @@ def port_values(body: str) -> dict[str, Any]:
         return {"host": m.group(1), "port": int(m.group(2))}
     m = _PORT_WORD.search(body) or _PORT_ADDR.search(body)
     return {"port": int(m.group(1))} if m else {}
+
+
+def termed_child(body: str) -> bool:
+    """SGLang's subprocess watchdog saw a child ended by SIGTERM ("Subprocess scheduler_0 (pid=N) crashed with
+    exit code -15", sglang/srt/utils/watchdog.py): someone stopped the server's process group."""
+    return "exit code -15" in body and "crashed" in body

@@ -203,3 +203,12 @@ def peel_collectors(line: str) -> tuple[str | None, str]:
             break
         cloud_time, line = outer[0] or cloud_time, outer[1]
     return cloud_time, line
+
+
+def cap_line(raw: str) -> str:
+    """Bound a long line: keep the last `\\r` segment of a progress bar, a server_args dump's useful part."""
+    if "\r" in raw[-LINE_CAP:]:
+        raw = last_segment(raw)
+    if raw.find("server_args", 0, 256) >= 0 or raw.find("ServerArgs(", 0, 256) >= 0:
+        return raw[:SERVER_ARGS_CAP]
+    return raw[:LINE_CAP]

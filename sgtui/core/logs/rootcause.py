@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sgtui.core.logs.state import STOPPED, ErrorInfo, Signal, StartupState
+from dataclasses import replace
+
+from sgtui.core.logs.state import STOPPED, Consequence, ErrorInfo, Signal, StartupState, parse_seconds
 
 # When two causes are in one log, the one earlier here is the root: an OOM explains a later NCCL timeout,
 # a bind error explains the warm-up's connection refused.
@@ -39,8 +41,102 @@ def _first(signals: list[Signal]) -> Signal:
     return min(signals, key=lambda s: s.order)
 
 
+# Classes that follow from a failure elsewhere: a collective or communicator fails once a peer rank died or
+# hung, and SGLang's watchdog fires once a batch stops (a segfault on one rank stops them all).
+_FOLLOWERS = ("nccl", "stalled")
+_COMMS_WORDS = (
+    "NCCL",
+    "nccl",
+    "gloo",
+    "ProcessGroup",
+    "by peer",
+    "Connection reset",
+    "collective",
+    "Watchdog",
+)
+_MAX_CONSEQUENCES = 8
+
+
+def is_consequence(signal: Signal) -> bool:
+    """A signal that an earlier failure explains: a distributed error, SGLang's watchdog, a sigquit or a dead
+    scheduler (not a fatal signal, which is a failure of its own), an exception about the communicators."""
+    if signal.error_class in _FOLLOWERS:
+        return True
+    if signal.strength == "death":
+        return not signal.values.get("crash")
+    if signal.strength == "generic":
+        return any(word in signal.text for word in _COMMS_WORDS)
+    return False
+
+
+_SLACK_S = 300.0  # besides the timeout itself: the failure, then the wait that ends in the timeout
+
+
+def _earlier_root(signals: list[Signal], chosen: Signal) -> Signal | None:
+    """The earliest failure before `chosen` (a consequence class) that is not itself a consequence: a fatal
+    signal or CUDA fault, an exception, a fatal or causal line of another class, no earlier than the wait
+    that ended in `chosen` began (its timeout: NCCL's, SGLang's watchdog's; 600 s when it names none): an
+    error the server survived long before is not what its peers timed out on."""
+    end = parse_seconds(chosen.time)
+    values = chosen.values
+    timeout = values.get("timeout_s") or values.get("watchdog_timeout") or values.get("stuck_s") or 600.0
+    for s in sorted(signals, key=lambda s: s.order):
+        if s.order >= chosen.order:
+            return None
+        if is_consequence(s) or s.strength == "weak":
+            continue
+        start = parse_seconds(s.time)
+        if end is not None and start is not None and end - start > float(timeout) + _SLACK_S:
+            continue
+        if s.strength in ("fatal", "cause", "generic") or s.values.get("crash"):
+            return s
+    return None
+
+
+def consequences(signals: list[Signal], root_order: int, root_line: int) -> tuple[Consequence, ...]:
+    """The failures logged after the root cause, one per kind and rank, oldest first."""
+    out: list[Consequence] = []
+    seen: set[tuple[str, str | None]] = set()
+    for s in sorted(signals, key=lambda s: s.order):
+        if s.order <= root_order or s.line == root_line or s.values.get("trailing"):
+            continue
+        kind = _kind(s)
+        if (kind, s.rank) in seen:
+            continue
+        seen.add((kind, s.rank))
+        out.append(Consequence(s.line, kind, s.text.strip()[:200], s.rank))
+        if len(out) >= _MAX_CONSEQUENCES:
+            break
+    return tuple(out)
+
+
+def _kind(s: Signal) -> str:
+    if s.values.get("sigquit"):
+        return "sigquit"
+    if s.values.get("crash"):
+        return "crash"
+    if s.error_class is not None:
+        return s.error_class
+    return "death" if s.strength == "death" else "exception"
+
+
 def resolve_error(state: StartupState) -> ErrorInfo | None:
-    """Pick the root cause among the failure signals; None when the launch has not (visibly) failed."""
+    """The root cause among the failure signals, with the rank it happened on and the failures that followed
+    from it; None when the launch has not (visibly) failed."""
+    error = _resolve(state)
+    if error is None:
+        return None
+    root = next((s for s in state.signals if s.line == error.line), None)
+    if root is None:
+        return error
+    return replace(
+        error,
+        rank=error.rank or root.rank,
+        consequences=consequences(state.signals, root.order, root.line),
+    )
+
+
+def _resolve(state: StartupState) -> ErrorInfo | None:
     signals = state.signals
     deaths = [s for s in signals if s.strength == "death"]
     fatal = [s for s in signals if s.strength == "fatal"]
@@ -63,15 +159,18 @@ def resolve_error(state: StartupState) -> ErrorInfo | None:
         rank = {name: i for i, name in enumerate(CAUSE_PRIORITY)}
         best = min(rank.get(s.error_class or "other", 99) for s in specific)
         chosen = _first([s for s in specific if rank.get(s.error_class or "other", 99) == best])
+        earlier = _earlier_root(signals, chosen) if chosen.error_class in _FOLLOWERS else None
+        if earlier is not None and earlier.values.get("crash"):
+            return _crash_error(earlier)
+        if earlier is not None:
+            chosen = earlier
     else:
         generic = [s for s in signals if s.strength == "generic"]
         crashes = [s for s in deaths if s.values.get("crash")]
         first_generic = _first(generic) if generic else None
         if crashes and (first_generic is None or _first(crashes).order < first_generic.order):
             # a fatal signal (segfault, abort, illegal address) before any Python exception is the cause
-            crash = _first(crashes)
-            error_class = "cuda_graph_failed" if crash.phase == "capturing_graphs" else "other"
-            return ErrorInfo(error_class, crash.line, crash.text, crash.phase, crash.time, crash.values)
+            return _crash_error(_first(crashes))
         chosen = first_generic
     # A peer's "other ranks did not finish loading" says more than a generic "scheduler hit an exception".
     telling = [s for s in deaths if s.values.get("peer_failed")]
@@ -106,6 +205,11 @@ def resolve_error(state: StartupState) -> ErrorInfo | None:
         death.line if death and not death.values.get("trailing") else None,
         death.text if death and not death.values.get("trailing") else None,
     )
+
+
+def _crash_error(crash: Signal) -> ErrorInfo:
+    error_class = "cuda_graph_failed" if crash.phase == "capturing_graphs" else "other"
+    return ErrorInfo(error_class, crash.line, crash.text, crash.phase, crash.time, crash.values)
 
 
 def _phase(state: StartupState) -> str:

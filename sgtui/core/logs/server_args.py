@@ -142,10 +142,23 @@ def parse_server_args(text: str) -> dict[str, Any]:
 
 
 def looks_like_command(line: str) -> bool:
-    """A pasted launch command or a note quoting flags (`# ... --tp 8`), not an SGLang log record."""
+    """A pasted launch command or a note quoting flags (`# ... --tp 8`), not an SGLang log record, and not an
+    exception's message quoting a flag in a sentence (`HFValidationError: ... --model-path pointing ...`)."""
     if "--" not in line:
         return False
-    return line.lstrip().startswith("#") or "sglang" in line or "launch_server" in line
+    if line.lstrip().startswith("#"):
+        return True
+    if "sglang" not in line and "launch_server" not in line:
+        return False
+    return _EXCEPTION_HEAD.match(line) is None
+
+
+# `Name: ...` / `pkg.mod.Name: ...` at the start of a line: an exception's own line, never a command.
+_EXCEPTION_HEAD = re.compile(r"\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit):")
+# An example's placeholder (`--model-path <model>`, `[options]`, `{path}`, `...`), not a value in use:
+# 0.5.23's `python -m sglang.launch_server` deprecation warning prints `sglang serve --model-path <model>
+# [options]` (sglang/launch_server.py, __main__).
+_PLACEHOLDER = ("<", "[", "{", "...", "$")
 
 
 _INT_FACTS = frozenset(
@@ -185,6 +198,8 @@ def parse_command_flags(line: str) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     for flag, value in _COMMAND_FLAG.findall(line[:LINE_CAP_FOR_COMMANDS]):
         fact = COMMAND_FLAG_FACTS.get(flag)
+        if fact and value.startswith(_PLACEHOLDER):
+            continue
         if fact and fact not in facts:
             checked = typed(fact, scalar(value.strip("'\"")))
             if checked is not None:

@@ -9,13 +9,22 @@ from dataclasses import replace
 from typing import Any
 
 from sgtui.core.logs.facts import FROM_ERROR, FactStore
-from sgtui.core.logs.failures import names_a_flag_conflict
+from sgtui.core.logs.failures import failure, names_a_flag_conflict
 from sgtui.core.logs.prefix import LINE_CAP
 from sgtui.core.logs.state import ANSWERED, STOPPED, TRACE_CUT, LogEvent, Signal, StartupState
-from sgtui.core.logs.traceback import TraceTracker
+from sgtui.core.logs.traceback import TraceTracker, exception_line
 
 MAX_SIGNALS = 400
 _TRACE_REACH = 400  # lines after a traceback's start in which its frames still say where a failure was
+# Python's words between the tracebacks of one exception chain (traceback.py's _CONTEXT_MESSAGE and
+# _CAUSE_MESSAGE): the exception printed after them is the one that propagated, those before are context.
+CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred",
+    "The above exception was the direct cause of the following exception",
+)
+_OWN_WORDS = ("exception", "message", "source", "frame", "context")  # what one exception of a chain said
+_MESSAGE_LINES = 16  # lines of an exception's message printed after its first line that are joined to it
+_MESSAGE_CHARS = 2000
 
 
 class FailureLog:
@@ -36,6 +45,11 @@ class FailureLog:
         self.last_message_line = 0  # the last line that said what went wrong (not just that something died)
         self.last_batch = last_batch  # the last "Prefill batch" line seen (number, text), if any
         self.crash: int | None = None  # index of a fatal-signal death whose stack dump may follow
+        self.trace_end: int | None = None  # index of the signal an exception line ending a traceback gave
+        self.chained: int | None = None  # that signal, once Python said another exception follows from it
+        self.message_of: int | None = None  # the signal whose message may go on over the next lines
+        self._message_lines = 0
+        self._blank_lines = 0
 
     def signal(
         self,
@@ -45,7 +59,9 @@ class FailureLog:
         ranks: tuple[str, ...],
         body: str,
         events: list[LogEvent],
+        ends_trace: bool = False,
     ) -> None:
+        """Record one signal; `ends_trace`: the line ends a traceback (it names the exception raised)."""
         error_class, strength, values = found
         state, trace = self.state, self.trace
         if STOPPED in state.notes and (strength in ("death", "generic", "weak") or values.get("crash")):
@@ -60,7 +76,7 @@ class FailureLog:
         if strength == "generic":
             if phase == "capturing_graphs":
                 error_class = "cuda_graph_failed"
-            elif trace.hint == "arguments" or names_a_flag_conflict(values.get("message", "")):
+            elif trace.raised_in_args or names_a_flag_conflict(values.get("message", "")):
                 error_class = "incompatible_flags"
         batch = self.last_batch() if error_class == "cuda_oom" and phase in ("running", "serving") else None
         if batch is not None:
@@ -74,10 +90,29 @@ class FailureLog:
             return
         self.order += 1
         text = body[:1000]
-        state.signals.append(Signal(error_class, strength, n, self.order, text, phase, time, values))
+        if time is None and self._in_trace(n):
+            time = trace.started_time  # an exception line has no prefix: its record's time
+        rank = " ".join(ranks) or None
+        if rank is None and self._in_trace(n):
+            rank = trace.rank  # the record the traceback is part of ("[... TP3] Scheduler hit an exception")
+        if rank is None and isinstance(values.get("failed_rank"), int):
+            rank = f"rank{values['failed_rank']}"  # torch's "[Rank 4] Watchdog caught ..."
+        state.signals.append(Signal(error_class, strength, n, self.order, text, phase, time, values, rank))
+        index = len(state.signals) - 1
+        # an exception's own line: it ends a traceback, or Python printed it with no traceback of its own (a
+        # chain's earlier exceptions raised outside any frame: "httpcore.ConnectError: ..." then "The above
+        # exception was the direct cause ...")
+        named = ends_trace or "exception" in values or exception_line(body, in_traceback=False) is not None
+        if named and self.chained is not None and self.chained < index:
+            index = self._merge_chain(self.chained, index)
+        self.chained = None
+        self.trace_end = index if named else None
+        self.message_of = index if named and strength != "death" else None
+        self._message_lines = self._blank_lines = 0
         if values.get("crash"):
-            self.crash = len(state.signals) - 1
+            self.crash = index
             trace.start(n, time, ignored=False)  # faulthandler's stack dump follows: its frames say where
+            trace.rank = rank
         events.append(
             LogEvent(
                 n, time, ranks, "error", {"error_class": error_class, "strength": strength, **values}, text
@@ -87,11 +122,91 @@ class FailureLog:
             state.phase = "failed"
             events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
 
+    def chain_marker(self) -> None:
+        """"During handling of the above exception, ..." / "The above exception was the direct cause ...":
+        the exception of the traceback that follows replaces the one just seen as the event to quote."""
+        self.chained = self.trace_end
+        self.trace_end = None
+        self.message_of = None
+
+    def _merge_chain(self, first: int, last: int) -> int:
+        """One exception chain is one error event: Python prints last the exception that propagated (SGLang's
+        own error, raised while handling a library's); it is quoted, the earlier ones are kept as context. A
+        known class of the earlier ones holds when the last is of no known class."""
+        signals = self.state.signals
+        earlier, final = signals[first], signals[last]
+        known = final.error_class is not None or earlier.error_class is None
+        context = list(earlier.values.get("context", ()))
+        if earlier.text[:300] not in context:  # a library may raise the same error twice in one chain
+            context.append(earlier.text[:300])
+        kept = {k: v for k, v in earlier.values.items() if k not in _OWN_WORDS}
+        values = {**kept, **final.values, "context": context}
+        merged = replace(
+            final,
+            rank=final.rank or earlier.rank,
+            error_class=final.error_class if known else earlier.error_class,
+            strength=final.strength if known else earlier.strength,
+            order=earlier.order,
+            phase=final.phase if final.phase != "starting" else earlier.phase,
+            values=values,
+        )
+        signals[first] = merged
+        del signals[last]
+        if self.crash == last:
+            self.crash = first
+        self.state.invalidate()
+        return first
+
+    def continue_message(self, body: str, time: str | None, ranks: tuple[str, ...]) -> bool:
+        """A line after an exception's own line that carries on its message (`ImportError:` then the text on
+        the next lines, a message with line breaks): joined to the quoted text (True). A logged record, a
+        traceback, a line that is a signal of its own, two blank lines or the cap end the message."""
+        index = self.message_of
+        if index is None or index >= len(self.state.signals):
+            self.message_of = None
+            return False
+        stripped = body.strip()
+        if not stripped:
+            self._blank_lines += 1
+            if self._blank_lines >= 2:
+                self.message_of = None
+            return False
+        self._blank_lines = 0
+        if (
+            time is not None
+            or ranks
+            or self._message_lines >= _MESSAGE_LINES
+            or stripped.startswith(('File "', "Traceback (most recent call last)", *CHAIN_MARKERS))
+            or _is_signal(stripped)
+        ):
+            self.message_of = None
+            return False
+        signal = self.state.signals[index]
+        if len(signal.text) >= _MESSAGE_CHARS:
+            self.message_of = None
+            return False
+        self._message_lines += 1
+        sep = "" if signal.text.endswith(" ") else " "
+        text = (signal.text + sep + stripped)[:_MESSAGE_CHARS]
+        values = signal.values
+        if "message" in values:
+            message = values["message"]
+            values = {**values, "message": (message + " " + stripped if message else stripped)[:300]}
+        self.state.signals[index] = replace(signal, text=text, values=values)
+        self.state.invalidate()
+        return True
+
+    def _in_trace(self, n: int) -> bool:
+        """The traceback read last still speaks for line `n`: it is near, or nothing marked progress since it
+        began (a torch.compile or Triton traceback runs to hundreds of frames)."""
+        trace = self.trace
+        return bool(trace.frames) and (n - trace.started <= _TRACE_REACH or trace.open is not None)
+
     def phase_now(self, n: int) -> str:
         """The phase a failure seen at line `n` happened in: the frames of the traceback just before it first
         (other ranks' milestones may interleave with its lines), then the milestones (after ready, the server
         was serving requests)."""
-        if self.trace.frames and n - self.trace.started <= _TRACE_REACH:
+        if self._in_trace(n):
             from_frames = self.trace.phase()
             if from_frames is not None:
                 return from_frames
@@ -137,6 +252,12 @@ class FailureLog:
             self.signal((None, "death", {"trailing": True}), opened[0], opened[1], (), "(end of log)", out)
         elif generic is not None and generic[0] > last_milestone_line and generic[0] >= last_record_line:
             self.signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
+
+
+def _is_signal(line: str) -> bool:
+    """A line some rule reads as a failure of its own (a known class or a death), not a message's text."""
+    found = failure(line)
+    return found is not None and (found[0] is not None or found[1] == "death")
 
 
 _BATCH_NUMBERS = re.compile(r"#(new-token|cached-token|running-req|queue-req|new-seq): (\d+)")

@@ -16,19 +16,30 @@ from typing import Any
 from sgtui.core.logs.ranks import node_of, progress_by_rank
 from sgtui.core.logs.state import ANSWERED, MILESTONE_KINDS, PHASE_LABELS, ErrorInfo, LogEvent, StartupState
 
-# A healthy launch's time in each phase before scaling, in seconds.
+# A healthy launch's time in each phase before scaling, in seconds. Where each comes from:
+# - starting: imports, tokenizer and config take 10-60 s in the real logs (../shared/logs, the real CPU
+#   server's 0.5.23 logs: 21-45 s to ready); a model download prints a moving bar (progress).
+# - distributed_init: NCCL/Gloo rendezvous and communicator setup, seconds on one node; PyTorch's own
+#   process-group timeout is 600 s for NCCL (torch.distributed's default_pg_nccl_timeout).
+# - loading_weights: 120 s plus the model's bytes at DISK_GB_S ("Load weight end. elapsed=..." in the real
+#   logs: 1-120 s for 1-140 GB from local disks).
+# - capturing_graphs: 30 s plus GRAPH_S_PER_BS per batch size SGLang captures ("Capture cuda graph bs [...]";
+#   "Capture cuda graph end. Time elapsed: 7.2 s" for 23 sizes in ../shared/logs; 1-7 min for large MoE
+#   models with 160+ sizes); speculative decoding captures the draft's graphs too; torch.compile compiles
+#   each size first (SGLang warns that it "can take up to several minutes").
 BASE_S = {
-    "starting": 120.0,  # imports, tokenizer and config; a model download shows a moving bar
-    "distributed_init": 60.0,  # NCCL/Gloo rendezvous and communicators
-    "loading_weights": 120.0,  # plus the model's bytes at a modest disk rate
+    "starting": 120.0,
+    "distributed_init": 60.0,
+    "loading_weights": 120.0,
     "allocating_pools": 60.0,
-    "capturing_graphs": 60.0,  # plus each batch size
+    "capturing_graphs": 30.0,
     "serving": 120.0,  # the HTTP server is up; the warm-up request is on its way
 }
 STALL_FACTOR = 4.0  # "far past": this many times the expected time without any progress
 MIN_LIMIT_S = 120.0
 DISK_GB_S = 0.5  # weights read at 500 MB/s: a slow network disk is slower, a local NVMe much faster
-GRAPH_S_PER_BS = 1.5
+GRAPH_S_PER_BS = 0.5
+COMPILE_FACTOR = 4.0  # torch.compile before each captured size
 _PARAMS_IN_NAME = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)[bB](?![a-zA-Z])")
 
 
@@ -75,15 +86,20 @@ def _loading(state: StartupState, base: float, tp: int) -> tuple[float, str]:
 
 
 def _capturing(state: StartupState, base: float) -> tuple[float, str]:
+    """The whole capture's time from the batch sizes it captures; once the bar moves, twice the time per size
+    so far, never more than the whole capture (the first size also pays for kernel JIT and autotuning)."""
     bar = state.progress.get("capturing_graphs") or {}
-    per_bs = _per_step(state, "capturing_graphs", bar)
-    factor = 10.0 if state.facts.get("enable_torch_compile") is True else 1.0
-    if per_bs is not None:
-        return max(30.0, per_bs * 2), f"{per_bs:.1f} s per batch size so far"
+    factor = COMPILE_FACTOR if state.facts.get("enable_torch_compile") is True else 1.0
     count = _int(state.facts.get("cuda_graph_batch_sizes")) or _int(bar.get("total")) or 36
     speculative = state.facts.get("speculative_algorithm") not in (None, "None", "")
-    seconds = (base + count * GRAPH_S_PER_BS * (2 if speculative else 1)) * factor
-    return seconds, f"{count} batch sizes" + (", torch.compile" if factor > 1 else "")
+    whole = (base + count * GRAPH_S_PER_BS * (2 if speculative else 1)) * factor
+    basis = f"{count} batch sizes" + (", speculative" if speculative else "") + (
+        ", torch.compile" if factor > 1 else ""
+    )
+    per_bs = _per_step(state, "capturing_graphs", bar)
+    if per_bs is not None:
+        return max(30.0, min(per_bs * 2, whole)), f"{per_bs:.1f} s per batch size so far ({basis})"
+    return whole, basis
 
 
 def _per_step(state: StartupState, phase: str, bar: dict[str, Any]) -> float | None:
@@ -103,8 +119,10 @@ class StallWatch:
         self.clock = clock
         self.stall_after = stall_after
         self.last = clock() if clock is not None else None
+        self.log_progress: str | None = None  # the log's own time of the last progress (for gaps.py)
 
     def progressed(self, state: StartupState, values: dict[str, Any] | None = None) -> None:
+        self.log_progress = state.last_time
         if self.clock is None:
             return
         self.last = self.clock()

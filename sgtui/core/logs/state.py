@@ -81,6 +81,8 @@ MILESTONE_PHASE = {
 }
 
 ANSWERED = "answered_after_uvicorn"  # a note: a POST got 200 after Uvicorn started (ready without the line)
+# A note: "Decode batch" lines, which only requests being served print (ready without the line).
+SERVED = "decode_batches_seen"
 TRACE_CUT = "traceback_cut"  # a note: the log ends inside a traceback, before its exception line
 NEW_STYLE = "sglang_0_5_23_style"  # a note: the log uses 0.5.23-era wordings (flag names differ there)
 
@@ -138,6 +140,21 @@ class Signal:
     phase: str
     time: str | None = None
     values: dict[str, Any] = field(default_factory=dict)
+    rank: str | None = None  # the rank tag of the line ("TP3", "DP0 TP1", "rank4"), if it had one
+
+
+@dataclass(frozen=True)
+class Consequence:
+    """A later failure that follows from the root cause (NCCL errors after a rank died, a watchdog after a
+    segfault, SGLang's sigquit), listed, not diagnosed."""
+
+    line: int
+    kind: str
+    text: str
+    rank: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "kind": self.kind, "text": self.text, "rank": self.rank}
 
 
 @dataclass(frozen=True)
@@ -152,6 +169,8 @@ class ErrorInfo:
     values: dict[str, Any] = field(default_factory=dict)
     death_line: int | None = None
     death_text: str | None = None
+    rank: str | None = None  # the rank (or node) that failed first, when the log says
+    consequences: tuple[Consequence, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -162,6 +181,9 @@ class ErrorInfo:
             "time": self.time,
             "death_line": self.death_line,
             "death_text": self.death_text,
+            "rank": self.rank,
+            "context": list(self.values.get("context", ())),
+            "consequences": [c.to_json() for c in self.consequences],
         }
 
 
@@ -206,6 +228,8 @@ class StartupState:
     exited: bool = False
     facts_per_rank: dict[str, dict[str, Any]] = field(default_factory=dict)
     stall: ErrorInfo | None = None  # no progress far past the phase's expected time (not a failure)
+    gaps: list[dict[str, Any]] = field(default_factory=list)  # stamped lines far apart (gaps.py)
+    phase_at_end: dict[str, Any] | None = None  # the phase the log ends in: how long it ran (gaps.py)
     _error_cache: tuple[tuple[int, bool, int], ErrorInfo | None] | None = field(default=None, repr=False)
     _generation: int = field(default=0, repr=False)
 

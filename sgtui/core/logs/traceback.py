@@ -36,6 +36,7 @@ _FRAME_HINTS = (
     ("initialize_model_parallel", "distributed_init"),
     ("init_distributed_environment", "distributed_init"),
     ("server_args.py", "arguments"),
+    ("/arg_groups/", "arguments"),  # 0.5.23 checks its arguments in srt/arg_groups/*_hook.py
 )
 # The line that ends a traceback: a (dotted) class name, then its message. Outside a traceback only names that
 # say what they are count (an Error/Exception/Exit suffix, or a dotted module path before the class).
@@ -93,6 +94,7 @@ class TraceTracker:
     def __init__(self) -> None:
         self.open: tuple[int, str | None] | None = None  # (line, time) of a traceback nothing outlived yet
         self.started = 0  # the line the last traceback started on
+        self.started_time: str | None = None  # the time of the record it started in
         self.frames = 0
         self.in_sglang = False
         self.after_frame = False  # the line after `File "..."` is that frame's source code
@@ -105,6 +107,8 @@ class TraceTracker:
         self.ignored = False  # Python's "Exception ignored in: ..." (a destructor at exit), not a death
         self.tail = False  # the previous line was a frame or its source: this one may end the traceback
         self.at_exit = False  # a frame of the exit machinery (multiprocessing's resource tracker)
+        self.rank: str | None = None  # the rank tag of the record the traceback started in
+        self.raised_in_args = False  # SGLang's innermost frame is its argument code: an argument check failed
 
     def line(self, body: str, first: str, time: str | None) -> str | None:
         """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
@@ -133,10 +137,11 @@ class TraceTracker:
     def start(self, n: int, time: str | None, ignored: bool) -> None:
         self.open = (n, time)
         self.started = n
+        self.started_time = time
         self.frames = 0
         self.in_sglang = False
         self.hint = None
-        self.serving = self.forward = self.startup = self.at_exit = False
+        self.serving = self.forward = self.startup = self.at_exit = self.raised_in_args = False
         self.ignored = ignored
 
     def frame(self, body: str) -> None:
@@ -145,6 +150,10 @@ class TraceTracker:
         self.frames += 1
         if "sglang/" in body and _SGLANG_FRAME.search(body):
             self.in_sglang = True
+            # only SGLang's innermost frame counts (a library's below it, enum's or argparse's, does not):
+            # 0.5.23's server_args.resolve_once also runs the device detection and imports whole model code,
+            # whose failures are no argument check
+            self.raised_in_args = self.last_frame == "server_args.py" or "/arg_groups/" in body
         if "/multiprocessing/" in body or "atexit" in body:
             self.at_exit = True
         func = frame_func(body)
@@ -157,6 +166,8 @@ class TraceTracker:
         if "graph_runner" in body and func.startswith("replay"):
             self.forward = True  # replaying a captured graph is a decode step while serving
             return
+        if func == "<module>" or "importlib" in body:
+            return  # a module being imported: `model_loader` in an import chain loaded nothing yet
         hint = frame_hint(body)
         if hint is not None:
             self.hint = hint

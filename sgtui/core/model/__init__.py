@@ -29,6 +29,7 @@ from sgtui.core.model.weights import (
     linear_attention_params,
     mlp_params,
     mtp_weight_bytes,
+    part_bytes,
 )
 
 __all__ = [
@@ -56,5 +57,6 @@ __all__ = [
     "model_facts_from_config",
     "mtp_weight_bytes",
     "parse_quant_scheme",
+    "part_bytes",
     "safetensors_header_bytes",
 ]

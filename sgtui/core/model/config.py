@@ -263,6 +263,9 @@ def model_facts_from_config(
         dsa_index_head_dim=_opt_int(text, "index_head_dim")
         if arch in DSA_ARCHS and "index_topk" in text
         else None,
+        dsa_index_n_heads=_opt_int(text, "index_n_heads")
+        if arch in DSA_ARCHS and "index_topk" in text
+        else None,
         num_experts=experts,
         moe_intermediate_size=_opt_int(text, "moe_intermediate_size")
         or ((_opt_int(text, "intermediate_size") or 0) if experts else 0),
@@ -304,6 +307,18 @@ def model_facts_from_config(
         vision_num_hidden_layers=_opt_int(vision, "num_hidden_layers")
         or _opt_int(vision, "vt_num_hidden_layers"),
     )
+    pattern_kinds = text.get("hybrid_override_pattern")
+    if isinstance(pattern_kinds, str) and arch.startswith("NemotronH"):
+        # one block per layer (models/nemotron_h.py ALL_DECODER_LAYER_TYPES): M mamba, * attention,
+        # - MLP, E MoE; its MLP and experts are up_proj/down_proj with relu^2
+        facts = _replace(
+            facts,
+            moe_layer_count=pattern_kinds.count("E"),
+            mlp_layer_count=pattern_kinds.count("-"),
+            mlp_matrices=2,
+            shared_expert_intermediate_size=_opt_int(text, "moe_shared_expert_intermediate_size")
+            or facts.shared_expert_intermediate_size,
+        )
     if weight_bytes is not None:
         return _replace(facts, weight_bytes=weight_bytes, weights_estimated=False)
     return _replace(facts, weight_bytes=estimate_weight_bytes(facts), weights_estimated=True)

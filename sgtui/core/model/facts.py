@@ -201,6 +201,12 @@ class ModelFacts:
     moe_intermediate_size: int = 0
     shared_expert_intermediate_size: int = 0
     dense_layers: int = 0  # first_k_dense_replace: leading layers with a dense MLP in an MoE model
+    # NemotronH's hybrid_override_pattern gives each layer one block: "E" MoE, "-" MLP (else None:
+    # every layer has an MLP, dense_layers of them dense); its MLPs are up/down with relu^2 (2 matrices)
+    moe_layer_count: int | None = None
+    mlp_layer_count: int | None = None
+    mlp_matrices: int = 3  # gate/up/down (SwiGLU) = 3
+    dsa_index_n_heads: int | None = None  # the DSA indexer's heads (index_n_heads)
     # Sliding window: layer_types ("sliding_attention"/"full_attention") or an equivalent pattern.
     sliding_window: int | None = None
     layer_types: tuple[str, ...] = ()

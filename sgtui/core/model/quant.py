@@ -37,6 +37,7 @@ class QuantScheme:
     experts_only: bool = False  # only the MoE experts are quantized (mxfp4)
     ignored: tuple[str, ...] = ()  # module names / patterns kept in the model dtype
     lm_head_quantized: bool = False
+    block: tuple[int, int] | None = None  # fp8 weight_block_size ([128, 128] for DeepSeek-V3/R1)
 
     @property
     def experts(self) -> float:
@@ -164,6 +165,12 @@ def parse_quant_scheme(qc: Any, text: Mapping[str, Any] | None = None) -> QuantS
         return None
     if expert_dtype in ("fp4", "mxfp4"):
         expert = FP4_E2M1_E8M0
+    raw_block = qc.get("weight_block_size")
+    block = (
+        (int(raw_block[0]), int(raw_block[1]))
+        if isinstance(raw_block, list) and len(raw_block) == 2 and all(isinstance(b, int) for b in raw_block)
+        else None
+    )
     return QuantScheme(
         method=method,
         linear_bytes=linear,
@@ -171,4 +178,5 @@ def parse_quant_scheme(qc: Any, text: Mapping[str, Any] | None = None) -> QuantS
         experts_only=experts_only,
         ignored=ignored,
         lm_head_quantized=lm_head,
+        block=block,
     )

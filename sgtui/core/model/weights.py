@@ -29,21 +29,31 @@ def attention_params(m: ModelFacts) -> int:
 
 def mlp_params(m: ModelFacts) -> int:
     """Parameters of one MLP (all experts of an MoE layer, plus the shared expert and the router)."""
-    h = m.hidden_size
+    h, k = m.hidden_size, m.mlp_matrices
     if m.num_experts and m.moe_intermediate_size:
         return (
-            m.num_experts * (3 * h * m.moe_intermediate_size + h) + 3 * h * m.shared_expert_intermediate_size
+            m.num_experts * (k * h * m.moe_intermediate_size + h) + k * h * m.shared_expert_intermediate_size
         )
-    return 3 * h * m.intermediate_size
+    return k * h * m.intermediate_size
 
 
-def _mlp_total(m: ModelFacts) -> int:
-    """Every layer's MLP: the MoE layers', plus the dense MLP of the first_k_dense_replace layers."""
-    if not (m.num_experts and m.moe_intermediate_size):
-        return m.num_layers * mlp_params(m)
-    return (m.num_layers - m.dense_layers) * mlp_params(
-        m
-    ) + m.dense_layers * 3 * m.hidden_size * m.intermediate_size
+def _moe_and_dense_layers(m: ModelFacts) -> tuple[int, int]:
+    """(layers with experts, layers with a dense MLP)."""
+    if m.moe_layer_count is not None:
+        return m.moe_layer_count, m.mlp_layer_count or 0
+    if m.num_experts and m.moe_intermediate_size:
+        return m.num_layers - m.dense_layers, m.dense_layers
+    return 0, m.num_layers
+
+
+def indexer_params(m: ModelFacts) -> int:
+    """One DeepSeek-sparse-attention indexer (layers/attention/nsa/nsa_indexer.py Indexer: wq_b
+    q_lora -> heads x head_dim, wk hidden -> head_dim, weights_proj hidden -> heads, all
+    ReplicatedLinear), 0 without one."""
+    if not m.dsa_index_head_dim or not m.dsa_index_n_heads:
+        return 0
+    d, n, h = m.dsa_index_head_dim, m.dsa_index_n_heads, m.hidden_size
+    return (m.q_lora_rank or h) * n * d + h * d + h * n
 
 
 def linear_attention_params(m: ModelFacts) -> int:
@@ -67,28 +77,24 @@ def linear_attention_params(m: ModelFacts) -> int:
 
 
 def estimate_param_count(m: ModelFacts) -> int:
-    """A parameter count from the shapes: embeddings, attention, MLP/MoE, linear attention, the two
-    RMSNorms per layer and the final one, vision tower (Llama-3.1-8B: 8,030,261,248, its exact count)."""
-    embed = m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
-    total = embed + m.full_attention_layers * attention_params(m) + _mlp_total(m)
-    total += m.num_layers * 2 * m.hidden_size + m.hidden_size
-    total += m.linear_attention_layers * linear_attention_params(m)
-    if m.has_vision and m.vision_layers and m.vision_hidden_size:
-        total += 12 * m.vision_layers * m.vision_hidden_size**2
-    return total
+    """A parameter count from the shapes: embeddings, attention (and a DSA indexer), MLP/MoE, linear
+    attention, the two RMSNorms per layer and the final one, vision tower (Llama-3.1-8B:
+    8,030,261,248, its exact count)."""
+    return sum(_parts(m).values())
 
 
-def mtp_weight_bytes(m: ModelFacts) -> int:
+def mtp_weight_bytes(m: ModelFacts, *, with_embeddings: bool = True) -> int:
     """Bytes of the checkpoint's own MTP/NextN layers (0 without them).
 
     A Qwen3.5/Next MTP module shares embed_tokens and lm_head with the target (models/qwen3_5_mtp.py),
     leaving its decoder layers plus the 2h->h fc; a DeepSeek-style NextN layer carries its own
-    embedding and head."""
+    embedding and head in the checkpoint (`with_embeddings=False` leaves them out: once loaded, the
+    EAGLE worker swaps them for the target's with set_embed_and_head, which frees them)."""
     if not m.mtp_layers:
         return 0
     h = m.hidden_size
     params = m.mtp_layers * (attention_params(m) + mlp_params(m)) + 2 * h * h
-    if not m.is_gdn_hybrid:
+    if not m.is_gdn_hybrid and with_embeddings:
         params += 2 * m.vocab_size * h
     per_param = 2.0 if m.weights_estimated else m.weight_bytes / max(1, estimate_param_count(m))
     return int(params * per_param)
@@ -147,33 +153,35 @@ def _ignored_parts(names: tuple[str, ...], layers: int) -> dict[str, float]:
 
 
 def _parts(m: ModelFacts) -> dict[str, int]:
-    """Parameters per part, the same terms as estimate_param_count."""
-    h = m.hidden_size
+    """Parameters per part of the model."""
+    h, k = m.hidden_size, m.mlp_matrices
     parts = {
         "embed": m.vocab_size * h,
         "lm_head": 0 if m.tie_word_embeddings else m.vocab_size * h,
         "attention": m.full_attention_layers * attention_params(m),
+        "indexer": m.full_attention_layers * indexer_params(m),
         "linear": m.linear_attention_layers * linear_attention_params(m),
         "norms": m.num_layers * 2 * h + h,
         "vision": 12 * m.vision_layers * m.vision_hidden_size**2 if m.has_vision else 0,
     }
+    moe_layers, dense_layers = _moe_and_dense_layers(m)
     if m.num_experts and m.moe_intermediate_size:
-        moe_layers = m.num_layers - m.dense_layers
-        parts["experts"] = moe_layers * m.num_experts * 3 * h * m.moe_intermediate_size
+        parts["experts"] = moe_layers * m.num_experts * k * h * m.moe_intermediate_size
         parts["router"] = moe_layers * m.num_experts * h
-        parts["shared"] = moe_layers * 3 * h * m.shared_expert_intermediate_size
-        parts["mlp"] = m.dense_layers * 3 * h * m.intermediate_size
-    else:
-        parts["mlp"] = m.num_layers * 3 * h * m.intermediate_size
+        parts["shared"] = moe_layers * k * h * m.shared_expert_intermediate_size
+    parts["mlp"] = dense_layers * k * h * m.intermediate_size
     return parts
 
 
-def quantized_weight_bytes(m: ModelFacts, scheme: QuantScheme) -> int:
-    """Bytes of a quantized checkpoint: each part at the scheme's bytes per parameter, the parts it
-    leaves out (embeddings, lm_head, norms, the vision tower, ignored modules) in the model dtype."""
+def part_bytes(m: ModelFacts, scheme: QuantScheme | None = None) -> dict[str, float]:
+    """Bytes of each part of the checkpoint (the keys of `_parts`): each at the scheme's bytes per
+    parameter, the parts it leaves out (embeddings, lm_head, norms, the vision tower, ignored modules)
+    in the model dtype; without a scheme every part in the model dtype."""
     plain = DTYPE_BYTES.get(m.dtype, 2)
+    if scheme is None:
+        return {part: float(params * plain) for part, params in _parts(m).items()}
     ignored = _ignored_parts(scheme.ignored, m.num_layers)
-    total = 0.0
+    out: dict[str, float] = {}
     for part, params in _parts(m).items():
         if part in ("norms", "vision", "embed") or (part == "lm_head" and not scheme.lm_head_quantized):
             quant = float(plain)
@@ -186,8 +194,13 @@ def quantized_weight_bytes(m: ModelFacts, scheme: QuantScheme) -> int:
         else:
             quant = scheme.linear_bytes
         share = ignored.get(part, 0.0)
-        total += params * (share * plain + (1 - share) * quant)
-    return int(total)
+        out[part] = params * (share * plain + (1 - share) * quant)
+    return out
+
+
+def quantized_weight_bytes(m: ModelFacts, scheme: QuantScheme) -> int:
+    """Bytes of a quantized checkpoint: the sum of `part_bytes` under the scheme."""
+    return int(sum(part_bytes(m, scheme).values()))
 
 
 def estimate_weight_bytes(m: ModelFacts) -> int:

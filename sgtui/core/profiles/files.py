@@ -50,6 +50,8 @@ def dump_profile(profile: Profile) -> str:
         doc["gpus"] = list(profile.gpus)
     if profile.runs_dir is not None:
         doc["runs_dir"] = profile.runs_dir
+    if profile.keep_runs is not None:
+        doc["keep_runs"] = profile.keep_runs
     doc["sglang"] = to_config_mapping(profile.sglang, profile.flags or profile.sglang_version)
     return yaml.dump(doc, Dumper=_ProfileDumper, sort_keys=False, allow_unicode=True, width=110)
 

@@ -34,6 +34,7 @@ class Profile:
     # the target's own flag table once read (not saved); None: the shipped one for sglang_version
     flags: FlagTable | None = field(default=None, compare=False, repr=False)
     runs_dir: str | None = None  # where on the target its runs live; None: hosts.yaml's, else the default
+    keep_runs: int | None = None  # ended runs kept on its target; None: hosts.yaml's, else the default
     # multi-node: node rank = position; `host`/`target` above are node 0's
     nodes: list[Node] | None = None
     dist_init_addr: str | None = None

@@ -22,7 +22,16 @@ from sgtui.core.profiles.node_checks import check_dist_init_addr, check_nodes, c
 from sgtui.core.sglang.flags import FlagTable
 
 REQUIRED_KEYS = ("name", "host", "python", "sglang")
-OPTIONAL_KEYS = ("target", "env", "gpus", "sglang_version", "runs_dir", "nodes", "dist_init_addr")
+OPTIONAL_KEYS = (
+    "target",
+    "env",
+    "gpus",
+    "sglang_version",
+    "runs_dir",
+    "keep_runs",
+    "nodes",
+    "dist_init_addr",
+)
 KEY_ORDER = (
     "name",
     "host",
@@ -34,6 +43,7 @@ KEY_ORDER = (
     "env",
     "gpus",
     "runs_dir",
+    "keep_runs",
     "sglang",
 )
 
@@ -110,6 +120,18 @@ def parse_profile(
             f"{runs_dir!r} is not an absolute path on the target (e.g. /data/me/sgtui-runs)",
         )
 
+    keep_runs = None
+    if "keep_runs" in nodes:  # ended runs kept per target (remote/run_prune.py)
+        ok, keep = construct(loader, nodes["keep_runs"][1], checker, "keep_runs")
+        if ok and (isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= 100_000):
+            checker.add(
+                nodes["keep_runs"][1],
+                "keep_runs",
+                f"must be a whole number from 1 to 100000, not {short_repr(keep)}",
+            )
+        elif ok:
+            keep_runs = keep
+
     version = check_version(nodes, loader, checker)
     target = check_target(nodes.get("target"), loader, checker)
     env = check_env(nodes.get("env"), loader, checker)
@@ -154,6 +176,7 @@ def parse_profile(
         source=Path(path) if isinstance(path, Path) or file != "<profile>" else None,
         flags=flags,
         runs_dir=runs_dir,
+        keep_runs=keep_runs,
     )
 
 

@@ -21,31 +21,39 @@ from __future__ import annotations
 from sgtui.core.runscripts.checks import (
     PID_MAX_LIMIT,
     check_boot,
+    check_keep_runs,
     check_pgid,
     check_run_id,
     check_runs_dir,
     check_start,
 )
+from sgtui.core.runscripts.process import parse_progress, preview_script, status_script, stop_script
 from sgtui.core.runscripts.scripts import (
     DEFAULT_RUNS_DIR_TEXT,
     ENV_FILE,
+    KEEP_RUNS_DEFAULT,
+    LOG_FILE,
+    RECORD_MAX_BYTES,
     RUN_ID_VAR,
     RUNNER,
+    STOPPED_FILE,
     detach_script,
     list_script,
-    parse_progress,
-    preview_script,
-    status_script,
-    stop_script,
+    prune_script,
 )
 
 __all__ = [
     "DEFAULT_RUNS_DIR_TEXT",
     "ENV_FILE",
+    "KEEP_RUNS_DEFAULT",
+    "LOG_FILE",
     "PID_MAX_LIMIT",
+    "RECORD_MAX_BYTES",
     "RUNNER",
     "RUN_ID_VAR",
+    "STOPPED_FILE",
     "check_boot",
+    "check_keep_runs",
     "check_pgid",
     "check_run_id",
     "check_runs_dir",
@@ -54,6 +62,7 @@ __all__ = [
     "list_script",
     "parse_progress",
     "preview_script",
+    "prune_script",
     "status_script",
     "stop_script",
 ]

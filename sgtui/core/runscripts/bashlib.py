@@ -21,6 +21,27 @@ group_members() {
   done
   echo "$n"
 }
+# The server's main process: the runner's own child in the group (the runner runs argv as its one
+# foreground command). Sets M; returns 1 when there is none (the server has exited, or the leader is it).
+main_of() {
+  local f line rest
+  M=
+  for f in /proc/[0-9]*/stat; do
+    { read -r line < "$f"; } 2>/dev/null || continue
+    rest=${line##*) }
+    set -- $rest
+    if [ "$2" = "$G" ] && [ "$3" = "$G" ] && [ "$1" != Z ] && [ "$1" != X ]; then
+      M=${f#/proc/}; M=${M%/stat}; return 0
+    fi
+  done
+  return 1
+}
+# Milliseconds since the epoch in NOW (bash 5's EPOCHREALTIME, else date).
+now_ms() {
+  local t=${EPOCHREALTIME:-}
+  t=${t//[.,]/}
+  if [[ $t =~ ^[0-9]{7,}$ ]]; then NOW=$(( 10#$t / 1000 )); else NOW=$(date +%s%3N); fi
+}
 boot_id() { cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown; }
 jv() {
   local s=$1
@@ -46,35 +67,89 @@ dir_ok() {
   if [ $(( 8#$2 & 8#022 )) != 0 ]; then why="$p is writable by group or others (mode $2)"; return 1; fi
   return 0
 }
-above_ok() {
-  local up rest c acc= p s
-  why=
-  up=${1%/*}; [ -n "$up" ] || up=/
-  up=$(cd -P -- "$up" 2>/dev/null && pwd -P) || { why="the directory above $1 cannot be entered"; return 1; }
-  local comps=(/)
-  rest=${up#/}
-  while [ -n "$rest" ]; do
-    c=${rest%%/*}; acc=$acc/$c; comps+=("$acc")
-    [ "$rest" = "$c" ] && break
-    rest=${rest#*/}
-  done
-  for p in "${comps[@]}"; do
+# walk_dir PATH [CREATE]: the one resolution of a runs dir (or a run dir). Each component is looked at
+# with lstat before it is used: a directory passed through must belong to root or to us and be writable by
+# others only with the sticky bit (as /tmp is); a symbolic link on the way must belong to root or to us and
+# sit in a directory that no one else can write, and its target is walked the same way; the last component
+# is never a symbolic link. With CREATE=1 the missing tail is created (umask decides its mode) under the
+# part already checked. Sets RP, the resolved path (no symbolic link left in it, so every later use of RP
+# in this script names what was checked), and returns 0; 1 with `why`; 2 when a component is missing
+# (RP: the path as far as it resolved, then the rest as given); 3 when it could not be created.
+walk_dir() {
+  local path=$1 create=${2:-0} cur=/ c p s u m hops=0 t
+  local -a todo parts
+  why=; RP=
+  IFS=/ read -r -a todo <<< "${path#/}"
+  while [ ${#todo[@]} -gt 0 ]; do
+    c=${todo[0]}; todo=("${todo[@]:1}")
+    case $c in
+      ''|.) continue ;;
+      ..) cur=${cur%/*}; [ -n "$cur" ] || cur=/; continue ;;
+    esac
+    p=${cur%/}/$c
+    if [ -L "$p" ]; then
+      if [ ${#todo[@]} = 0 ]; then why="$p is a symbolic link"; return 1; fi
+      hops=$((hops+1)); [ $hops -le 40 ] || { why="$path: too many symbolic links"; return 1; }
+      s=$(stat -c '%u %U' -- "$p" 2>/dev/null) || { why="$p cannot be inspected"; return 1; }
+      u=${s%% *}
+      if [ "$u" != 0 ] && [ "$u" != "$ME" ]; then
+        why="$p (on the way to the runs dir) is a symbolic link owned by ${s#* } (uid $u),"
+        why="$why not by root or uid $ME"
+        return 1
+      fi
+      m=$(stat -c '%a' -- "$cur" 2>/dev/null) || { why="$cur cannot be inspected"; return 1; }
+      if [ $(( 8#$m & 8#022 )) != 0 ]; then
+        why="$p (on the way to the runs dir) is a symbolic link in $cur, which others can write (mode $m)"
+        return 1
+      fi
+      t=$(readlink -- "$p") || { why="$p cannot be read"; return 1; }
+      case $t in /*) cur=/ ;; esac
+      IFS=/ read -r -a parts <<< "${t#/}"
+      todo=("${parts[@]}" "${todo[@]}")
+      continue
+    fi
+    if [ ! -e "$p" ]; then
+      if [ "$create" != 1 ]; then
+        RP=$p; for c in "${todo[@]}"; do [ -n "$c" ] && RP=$RP/$c; done
+        return 2
+      fi
+      # another may make it meanwhile: it is checked below like any other
+      mkdir -- "$p" || [ -e "$p" ] || [ -L "$p" ] || { why="cannot create $p"; return 3; }
+      [ -L "$p" ] && { why="$p is a symbolic link"; return 1; }
+    fi
+    if [ ! -d "$p" ]; then
+      why="$p is not a directory"
+      [ "$create" = 1 ] && { echo "cannot create $path: $why" >&2; return 3; }
+      return 1
+    fi
     s=$(stat -c '%u %a' -- "$p" 2>/dev/null) || { why="$p cannot be inspected"; return 1; }
-    set -- $s
-    if [ "$1" != 0 ] && [ "$1" != "$ME" ]; then
-      why="$p (above the runs dir) is owned by uid $1, not by root or uid $ME"; return 1
+    u=${s%% *}; m=${s#* }
+    if [ ${#todo[@]} != 0 ]; then
+      if [ "$u" != 0 ] && [ "$u" != "$ME" ]; then
+        why="$p (above the runs dir) is owned by uid $u, not by root or uid $ME"; return 1
+      fi
+      if [ $(( 8#$m & 8#022 )) != 0 ] && [ $(( 8#$m & 8#1000 )) = 0 ]; then
+        why="$p (above the runs dir) is writable by others without the sticky bit (mode $m)"; return 1
+      fi
     fi
-    if [ $(( 8#$2 & 8#022 )) != 0 ] && [ $(( 8#$2 & 8#1000 )) = 0 ]; then
-      why="$p (above the runs dir) is writable by others without the sticky bit (mode $2)"; return 1
-    fi
+    cur=$p
   done
+  if [ "$cur" = / ]; then why="/ cannot be a runs dir"; return 1; fi
+  RP=$cur
+}
+# The directories above PATH, checked as walk_dir checks them; PATH itself is dir_ok's.
+above_ok() {
+  local rc
+  walk_dir "$1"; rc=$?
+  [ $rc = 1 ] && return 1
   return 0
 }
 run_dir_ok() {
+  walk_dir "$1" || { [ -n "$why" ] || why="$1 does not exist"; return 1; }
+  if [ "$RP" != "$1" ]; then why="$1 is reached through a symbolic link (it is $RP)"; return 1; fi
   dir_ok "$1" || return 1
   local o=$owner
   dir_ok "${1%/*}" || return 1
-  above_ok "${1%/*}" || return 1
   owner=$o
 }
 """
@@ -102,6 +177,8 @@ runs_root() {
 
 # Processes of the run left outside its process group: same session (sid == G) or carrying the run's
 # marker variable (a child that called setsid has a new sid but keeps its environment). Sets `left_json`.
+# Only processes of the run's own uid count: anyone can start a process with SGTUI_RUN_ID=<id> in its
+# environment, and such a process is not the run's (nor ours to name as left behind).
 LEFT_FN = r"""
 left_scan() {
   local f line rest p seen=" " cmd n=0
@@ -128,6 +205,7 @@ left_scan() {
       proc_stat "$p" || continue
       [ "$st_pgrp" = "$G" ] && continue
       [ "$st_state" = Z ] || [ "$st_state" = X ] && continue
+      [ "$(stat -c %u "/proc/$p" 2>/dev/null)" = "$ME" ] || continue
       add_left "$p" marker
     done
   fi

@@ -64,3 +64,10 @@ def _safe_name(name: str) -> str:
     if not name or "/" in name or name in (".", ".."):
         raise ShellError(f"run file name {name!r} must be a plain file name")
     return name
+
+
+def check_keep_runs(value: object, where: str) -> int:
+    """How many ended runs to keep per target (`keep_runs`): a whole number from 1 to 100000."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
+        raise ShellError(f"{where}: keep_runs must be a whole number from 1 to 100000, got {value!r}")
+    return value

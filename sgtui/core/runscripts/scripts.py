@@ -1,27 +1,34 @@
-"""The scripts themselves: detach (launch), list, status, stop and the stop preview."""
+"""The scripts that make and keep run dirs: detach (launch), list, prune; status, stop and the stop
+preview are in process.py."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
 
-from sgtui.core.runscripts.bashlib import LEFT_FN, PROC_FNS, RUNS_ROOT_FN, SAFE_FNS
+from sgtui.core.runscripts.bashlib import PROC_FNS, RUNS_ROOT_FN, SAFE_FNS
 from sgtui.core.runscripts.checks import (
     _safe_name,
-    check_boot,
-    check_pgid,
     check_run_id,
     check_runs_dir,
-    check_start,
 )
-from sgtui.core.shell import BASH, MARKER, ShellError, _check_value, check_env, inner_command, marker_line
+from sgtui.core.shell import BASH, ShellError, _check_value, check_env, inner_command, marker_line
 
 DEFAULT_RUNS_DIR_TEXT = "${XDG_STATE_HOME:-$HOME/.local/state}/sgtui/runs"
+LOG_FILE = "server.log"  # the run's log in its run dir
+# The most a run's command.json may hold, and what the listing reads of it: its argv and env, where one
+# argument alone may be 128 KiB (shell.MAX_ARG_STRLEN); a launch that would write more is refused.
+RECORD_MAX_BYTES = 1 << 20
+KEEP_RUNS_DEFAULT = 20  # ended runs kept per target when pruning (hosts.yaml / profile `keep_runs`)
+STOPPED_FILE = "stopped"  # written (0600) by a stop before its first signal: the run was stopped by sgtui
 RUN_ID_VAR = "SGTUI_RUN_ID"
 ENV_FILE = "env"
 # The runner bash: loads the env file, runs argv, writes the exit code next to the log (atomically, with
-# only builtins and `command -p`, so a PATH from the profile cannot break it).
+# only builtins and `command -p`, so a PATH from the profile cannot break it). Its TERM trap is a command,
+# not an ignore, so the server still gets the default TERM; a TERM to the whole group then waits for the
+# server to end and the exit code is still written.
 RUNNER = (
+    "trap : TERM; "
     'while IFS= read -r -d "" kv; do export "$kv"; done < "${0%/*}/' + ENV_FILE + '"; '
     '"$@"; rc=$?; echo $rc > "$0.rc.tmp" && command -p mv -f "$0.rc.tmp" "$0.rc"'
 )
@@ -51,7 +58,7 @@ def detach_script(
     argv: Sequence[str],
     env: Mapping[str, str] | None = None,
     *,
-    log_name: str = "server.log",
+    log_name: str = LOG_FILE,
     files: Mapping[str, str] | None = None,
 ) -> str:
     """Start argv detached (setsid nohup) in the fresh run dir RUNS/RUN_ID, its output in a fresh log.
@@ -103,8 +110,9 @@ def detach_script(
         + _runs_var(runs_dir)
         + f"ID={shlex.quote(run_id)}\n"
         + 'runs_root || fail no-home "$why"\n'
-        + 'if [ ! -d "$R" ] && [ ! -L "$R" ]; then mkdir -p -- "$R" || fail run-dir; fi\n'
-        + 'above_ok "$R" || fail unsafe "$why"\n'
+        # resolved once, component by component (walk_dir): every write below goes to RP, never back
+        # through a path someone else could change
+        + 'walk_dir "$R" 1; case $? in 0) R=$RP ;; 3) fail run-dir "$why" ;; *) fail unsafe "$why" ;; esac\n'
         + 'dir_ok "$R" || fail unsafe "$why"\n'
         + f'd=$R/$ID; log="$d"/{shlex.quote(_safe_name(log_name))}\n'
         + 'if [ -e "$log" ]; then fail log-exists; fi\n'
@@ -148,7 +156,8 @@ def list_script(runs_dir: str | None) -> str:
     Per entry: `@@run NAME` (characters sgtui never writes shown as ?), `@@foreign REASON` when a check
     failed, `@@owner NAME`, and the files, never read through a symlink: `@@run.json= TEXT` for a
     one-line record in a run dir that passed the checks (only we can have written it), else
-    `@@run.json B64` (base64, at most 64 KiB, so nothing in it can forge a line); likewise command.json.
+    `@@run.json B64` (base64, at most RECORD_MAX_BYTES, so nothing in it can forge a line); likewise
+    command.json.
     Then the marker: {"runs_dir"} or {"runs_dir", "unsafe": REASON} when
     the runs dir itself is not ours (nothing under it is listed), or {"error": "no-home", "why"}.
     """
@@ -160,8 +169,9 @@ def list_script(runs_dir: str | None) -> str:
         + _runs_var(runs_dir)
         + 'if ! runs_root; then json=$(printf \'{"error":"no-home","why":"%s"}\' "$(jesc "$why")"); '
         + f"{marker_line()}; exit 0; fi\n"
-        + 'if [ -e "$R" ] || [ -L "$R" ]; then\n'
-        + '  if ! above_ok "$R" || ! dir_ok "$R"; then\n'
+        + 'walk_dir "$R"; w=$?; [ $w = 0 ] && R=$RP\n'
+        + 'if [ $w != 2 ]; then\n'
+        + '  if [ $w != 0 ] || ! dir_ok "$R"; then\n'
         + '    json=$(printf \'{"runs_dir":"%s","unsafe":"%s"}\' "$(jesc "$R")" "$(jesc "$why")")\n'
         + f"    {marker_line()}; exit 0\n"
         + "  fi\n"
@@ -195,9 +205,11 @@ def list_script(runs_dir: str | None) -> str:
         + '      if [ -L "$d/$f" ]; then no "$R/$safe/$f is a symbolic link"\n'
         + '      elif [ -f "$d/$f" ] && [ -r "$d/$f" ]; then\n'
         + "        c=; [ -n \"$ok\" ] && { IFS= read -r -d '' c < \"$d/$f\"; c=${c%$'\\n'}; }\n"
-        + "        if [ -n \"$c\" ] && [[ $c != *$'\\n'* ]] && [ ${#c} -le 65536 ]; then "
+        + "        if [ -n \"$c\" ] && [[ $c != *$'\\n'* ]] && [ ${#c} -le "
+        + f"{RECORD_MAX_BYTES} ]; then "
         + 'printf \'@@%s= %s\\n\' "$f" "$c"\n'
-        + "        else printf '@@%s ' \"$f\"; head -c 65536 \"$d/$f\" | base64 | tr -d '\\n'; echo; fi\n"
+        + f"        else printf '@@%s ' \"$f\"; head -c {RECORD_MAX_BYTES + 1} \"$d/$f\" | base64 | tr -d "
+        + "'\\n'; echo; fi\n"
         + "      fi\n"
         + "    done\n"
         + "  done\n"
@@ -207,171 +219,25 @@ def list_script(runs_dir: str | None) -> str:
     )
 
 
-def _group_prologue(pgid: int, start: int | None, boot: str | None, run_dir: str | None) -> str:
-    """Sets G and `reused`: "boot" after a reboot, 1 when pid G exists but is not our group leader
-    (another start time, or not the leader of its own group and session, as setsid left ours). With a
-    run dir, `foreign` holds the reason when it (or the runs dir above it) is not ours."""
-    g, st, bt = check_pgid(pgid), check_start(start), check_boot(boot)
-    rd = ""
-    if run_dir is not None:
-        if not run_dir.startswith("/") or run_dir.rstrip("/").count("/") < 2:
-            raise ShellError(f"a run dir must be an absolute path inside a runs dir, got {run_dir!r}")
-        rd = _check_value("run dir", run_dir.rstrip("/"))
+def prune_script(runs_dir: str, names: Sequence[str]) -> str:
+    """Remove the named run dirs under the runs dir (runs the caller found ended and its own). Each is
+    checked again first (ours, a real directory reached without a symbolic link) and removed with `rm -rf`,
+    which follows no link inside it. Marker: {"removed": [NAME...], "refused": [[NAME, WHY]...]}."""
+    checked = check_runs_dir(runs_dir)
+    if checked is None:
+        raise ShellError("pruning needs the runs dir as the target resolved it")
+    quoted = " ".join(shlex.quote(check_run_id(n)) for n in names)
     return (
         "set -u\n"
         + PROC_FNS
         + SAFE_FNS
-        + f"G={g}; START={st if st is not None else -1}; BOOT={shlex.quote(bt)}; RD={shlex.quote(rd)}\n"
-        + 'foreign=; if [ -n "$RD" ] && ! run_dir_ok "$RD"; then foreign=$why; fi\n'
-        + "cur_boot=$(boot_id)\n"
-        + "reused=0\n"
-        + 'if [ -n "$BOOT" ] && [ "$cur_boot" != "$BOOT" ]; then reused=boot; '
-        + 'elif proc_stat "$G" && { { [ "$START" != -1 ] && [ "$st_start" != "$START" ]; } '
-        + '|| [ "$st_pgrp" != "$G" ] || [ "$st_sid" != "$G" ]; }; then reused=1; fi\n'
+        + f"R={shlex.quote(checked)}; removed=; refused=\n"
+        + f"for n in {quoted}; do\n"
+        + '  d=$R/$n\n'
+        + '  [ -e "$d" ] || [ -L "$d" ] || continue\n'
+        + '  if run_dir_ok "$d" && rm -rf -- "$d"; then removed="$removed${removed:+,}\\"$n\\""\n'
+        + '  else refused="$refused${refused:+,}[\\"$n\\",\\"$(jesc "${why:-cannot remove it}")\\"]"; fi\n'
+        + "done\n"
+        + 'json="{\\"removed\\":[$removed],\\"refused\\":[$refused]}"\n'
+        + f"{marker_line()}\n"
     )
-
-
-def _foreign_exit(code: int) -> str:
-    return (
-        'if [ -n "$foreign" ]; then '
-        'json=$(printf \'{"result":"foreign","foreign":"%s"}\' "$(jesc "$foreign")"); '
-        f"{marker_line()}; exit {code}; fi\n"
-    )
-
-
-def status_script(
-    pgid: int, start: int | None, boot: str | None, log_path: str, *, run_dir: str | None = None
-) -> str:
-    """Report a run's state as a marker line: {"reused", "members", "rc"} (rc null while unknown).
-
-    Zombies do not count as members: PID 1 may reap orphans seconds late. When the run is gone without an
-    exit code, "free_kib" (space left where the log is) and "rc_tmp" ("empty" when the exit code file
-    was created but could not be written) tell a full disk. A run dir that is not ours: {"foreign"}.
-    """
-    return (
-        _group_prologue(pgid, start, boot, run_dir)
-        + _foreign_exit(0)
-        + f"rcf={shlex.quote(log_path + '.rc')}\n"
-        'rc=null; [ -r "$rcf" ] && rc=$(cat "$rcf")\n'
-        "[[ $rc =~ ^-?[0-9]{1,10}$ ]] || rc=null\n"
-        'if [ "$reused" = 0 ]; then members=$(group_members); else members=0; fi\n'
-        'json=$(printf \'{"reused":"%s","members":%s,"rc":%s}\' "$reused" "$members" "$rc")\n'
-        'if [ "$reused" = 0 ] && [ "$members" = 0 ] && [ "$rc" = null ]; then\n'
-        "  free=$(df -Pk -- \"${rcf%/*}\" 2>/dev/null | awk 'NR==2 {print $4}')\n"
-        "  [[ $free =~ ^[0-9]{1,20}$ ]] || free=null\n"
-        '  tmp=absent; [ -e "$rcf.tmp" ] && { [ -s "$rcf.tmp" ] && tmp=written || tmp=empty; }\n'
-        '  json="${json%\\}},\\"free_kib\\":$free,\\"rc_tmp\\":\\"$tmp\\"}"\n'
-        "fi\n"
-        f"{marker_line()}\n"
-    )
-
-
-def stop_script(
-    pgid: int,
-    start: int | None,
-    boot: str | None,
-    grace: float,
-    *,
-    kill_wait: float = 5.0,
-    run_dir: str | None = None,
-    run_id: str | None = None,
-) -> str:
-    """TERM the process group, wait up to `grace` (printing progress), KILL what is left, confirm.
-
-    Refuses (marker {"result": "pid-reused"}, exit 3) when the pid now belongs to another process, and
-    ({"result": "foreign"}, exit 4) when the run dir is not ours. A start time is required: without one
-    the pid cannot be told from a reused one. Once the group is gone, "left" lists the processes of the
-    run still alive outside it (same session, or carrying SGTUI_RUN_ID=run_id). Progress lines:
-    `@@sgtui-progress SECONDS MEMBERS` about every 0.25 s.
-    """
-    check_pgid(pgid)
-    if check_start(start) is None:
-        raise ShellError(
-            f"refusing to signal process group {pgid}: its record has no start time (start: null), so "
-            "sgtui cannot tell the run from another process that got the same pid"
-        )
-    ticks = max(1, int(grace / 0.05))
-    kill_ticks = max(1, int(kill_wait / 0.05))
-    rid = shlex.quote(check_run_id(run_id)) if run_id is not None else "''"
-    done = (
-        f"RUNID={rid}; left_scan\n"
-        'json=$(printf \'{"result":"%s","signal":%s,"members":%s,"left":[%s]}\' '
-        '"$res" "$sig" "$n" "$left_json")\n'
-        f"{marker_line()}\n"
-    )
-    return (
-        "trap '' PIPE HUP\n"  # a dropped SSH channel must not cut the stop short between TERM and KILL
-        + _group_prologue(pgid, start, boot, run_dir)
-        + LEFT_FN
-        + _foreign_exit(4)
-        + 'if [ "$reused" = boot ]; then\n'  # the host rebooted: the run died with it, nothing to signal
-        f'  json=\'{{"result":"not-running","signal":null,"members":0}}\'; {marker_line()}; exit 0\n'
-        "fi\n"
-        'if [ "$reused" != 0 ]; then\n'
-        f'  json=\'{{"result":"pid-reused","reused":"\'$reused\'"}}\'; {marker_line()}; exit 3\n'
-        "fi\n"
-        "n=$(group_members)\n"
-        'if [ "$n" = 0 ]; then\n'
-        "  res=not-running; sig=null\n" + "  " + done.replace("\n", "\n  ").rstrip() + "\n  exit 0\n"
-        "fi\n"
-        "sig=TERM\n"
-        "kill -TERM -- -$G 2>/dev/null\n"
-        f"i=0; while [ $i -lt {ticks} ]; do\n"
-        '  n=$(group_members); [ "$n" = 0 ] && break\n'
-        '  [ $((i % 5)) = 0 ] && echo "@@sgtui-progress $((i * 5 / 100)).$((i * 5 % 100 / 10)) $n"\n'
-        "  sleep 0.05; i=$((i+1))\n"
-        "done\n"
-        "n=$(group_members)\n"
-        'if [ "$n" != 0 ]; then\n'
-        "  sig=KILL; kill -KILL -- -$G 2>/dev/null\n"
-        f'  i=0; while [ $i -lt {kill_ticks} ]; do n=$(group_members); [ "$n" = 0 ] && break; '
-        "sleep 0.05; i=$((i+1)); done\n"
-        "fi\n"
-        'res=stopped; [ "$n" != 0 ] && res=survivors\n'
-        'sig="\\"$sig\\""\n' + done
-    )
-
-
-def preview_script(
-    pgid: int, start: int | None, boot: str | None, *, run_dir: str, run_id: str | None = None
-) -> str:
-    """What a stop would hit, read from the target without signalling anything.
-
-    Marker: {"foreign"} | {"reused"} | {"reused": "0", "alive": false, "outside": N} | {"reused": "0",
-    "alive": true, "uid", "user", "cmdline" (base64 of /proc/G/cmdline), "start", "uptime", "hz",
-    "members", "outside"} where "outside" counts the run's processes outside its group.
-    """
-    rid = shlex.quote(check_run_id(run_id)) if run_id is not None else "''"
-    return (
-        _group_prologue(pgid, start, boot, run_dir)
-        + LEFT_FN
-        + _foreign_exit(0)
-        + 'if [ "$reused" != 0 ]; then json=$(printf \'{"reused":"%s"}\' "$reused"); '
-        f"{marker_line()}; exit 0; fi\n"
-        f"RUNID={rid}; left_scan\n"
-        'if ! proc_stat "$G"; then\n'
-        '  json=$(printf \'{"reused":"0","alive":false,"outside":%s}\' "$left_n")\n'
-        f"  {marker_line()}; exit 0\n"
-        "fi\n"
-        "set -- $(stat -c '%u %U' \"/proc/$G\" 2>/dev/null)\n"
-        "uid=${1:-null}; user=${2:-}\n"
-        "cmd=$(base64 < \"/proc/$G/cmdline\" 2>/dev/null | tr -d '\\n')\n"
-        "read -r up _ < /proc/uptime\n"
-        "hz=$(getconf CLK_TCK 2>/dev/null) || hz=100\n"
-        "members=$(group_members)\n"
-        'json=$(printf \'{"reused":"0","alive":true,"uid":%s,"user":"%s","cmdline":"%s","start":%s,'
-        '"uptime":"%s","hz":%s,"members":%s,"outside":%s}\' "$uid" "$(jesc "$user")" "$cmd" '
-        '"$st_start" "$up" "${hz:-100}" "$members" "$left_n")\n'
-        f"{marker_line()}\n"
-    )
-
-
-def parse_progress(line: str) -> tuple[float, int] | None:
-    """(seconds since TERM, live members) from a stop script's progress line, else None."""
-    parts = line.split()
-    if len(parts) == 3 and parts[0] == MARKER + "-progress":
-        try:
-            return float(parts[1]), int(parts[2])
-        except ValueError:
-            return None
-    return None

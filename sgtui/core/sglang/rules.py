@@ -1,12 +1,15 @@
 """The named rules of SGLang's startup-memory arithmetic that changed between releases.
 
 One `Rules` value is what one release window has (sgtui/core/sglang/windows.py builds them); the
-fit engine reads these fields by name and never compares versions.
+fit engine reads these fields by name and never compares versions. `ServingRules` and its own windows
+(`serving_rules(version)`, re-exported by windows.py) are what a ready server answers and prints.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from sgtui.core.sglang.versions import ReleaseVersion, parse_version
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,5 +93,90 @@ class Rules:
     mamba_requests_floor_one: bool = False  # max(1, mrr // dp) where K comes from max_running_requests
     conv_window_dedup: bool = False  # intermediate conv window (D + kernel - 2) at topk <= 1
     strategy_flag: str = "--mamba-scheduler-strategy"
+    # --- weights per GPU (models/deepseek_v2.py, layers/vocab_parallel_embedding.py) ---
+    # the embedding under DP attention: "replicated" (enable_tp=not enable_dp_attention) or "attn-tp"
+    # (use_attn_tp_group=is_dp_attention_enabled(): sharded over the attention-TP group)
+    dp_attention_embedding: str = "replicated"
+    # the w_kc/w_vc copies MLA makes of kv_b_proj after loading, for a 128x128-block FP8 checkpoint on
+    # CUDA: "fp8" (block_quant_to_tensor_quant, 1 byte) or "bf16" (block_quant_dequant, 2 bytes)
+    mla_copy_block_fp8: str = "fp8"
     # --- ROCm ---
     aiter_long_context_shrink: bool = False  # aiter backend and context > 8192: x0.85, a set value too
+    # when ROCm's default attention backend for an MLA model is aiter (else triton): "never";
+    # "heads-16-128-no-spec" (get_num_kv_heads(tp) is 16 or 128 and no speculative decoding);
+    # "heads-16-128" (the head test only). MHA models get aiter on ROCm whenever the shrink exists.
+    aiter_mla_default: str = "never"
+
+
+@dataclass(frozen=True)
+class ServingRules:
+    """What a ready server answers and prints, as one release has it (the serving windows in windows.py).
+
+    The endpoint names come from `sglang/srt/entrypoints/http_server.py`; the batch headings from the
+    scheduler's `log_prefill_stats` / `log_decode_stats` (`scheduler.py` up to 0.5.1,
+    `scheduler_metrics_mixin.py` from 0.5.2, `scheduler_components/metrics_reporter.py` in 0.5.23)."""
+
+    model_info_path: str = "/get_model_info"  # /model_info from 0.5.6; the old name then logs a warning
+    server_info_path: str = "/get_server_info"  # /server_info from 0.5.6
+    # "Decode batch. #running-req: ..." up to 0.5.3; "Decode batch [N], ..." in 0.5.4;
+    # "Decode batch, ..." (" [N]" only under SGLANG_LOG_FORWARD_ITERS) from 0.5.5
+    batch_heading: str = r"(?P<kind>Prefill|Decode) batch\. "
+
+
+# What a ready server answers and prints, per release (`ServingRules`):
+# (opened_in, name, where read, changes).
+# Read in the 0.4.6, 0.5.2-0.5.10 and 0.5.23 wheels; the serving rules move on their own releases, so
+# they have windows of their own (a serving window never splits a memory window).
+_SERVING_CHANGES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
+    ("0.1.0", "old endpoints", "http_server.py (/get_model_info); scheduler.py log_decode_stats", {}),
+    (
+        "0.5.4",
+        "0.5.4 batch iteration",
+        'scheduler_metrics_mixin.log_decode_stats: f"Decode batch [{self.forward_ct}], "',
+        {"batch_heading": r"(?P<kind>Prefill|Decode) batch \[\d+\], "},
+    ),
+    (
+        "0.5.5",
+        "0.5.5 optional iteration",
+        "scheduler_metrics_mixin: iter_msg only under SGLANG_LOG_FORWARD_ITERS",
+        {"batch_heading": r"(?P<kind>Prefill|Decode) batch(?: \[\d+\])?, "},
+    ),
+    (
+        "0.5.6",
+        "0.5.6 /model_info",
+        "http_server.py: /model_info and /server_info; /get_model_info, /get_server_info deprecated",
+        {"model_info_path": "/model_info", "server_info_path": "/server_info"},
+    ),
+)
+
+
+def _build_serving() -> tuple[tuple[ReleaseVersion, str, ServingRules], ...]:
+    rules = ServingRules()
+    out = []
+    for opened_in, name, _sources, changes in _SERVING_CHANGES:
+        rules = replace(rules, **changes)
+        out.append((parse_version(opened_in), name, rules))
+    return tuple(out)
+
+
+SERVING_WINDOWS = _build_serving()
+
+
+def serving_rules(version: str | None) -> ServingRules:
+    """The serving rules of `version`; None or an untagged build: the newest."""
+    if version is None:
+        return SERVING_WINDOWS[-1][2]
+    v = parse_version(version)
+    if v.is_untagged:
+        return SERVING_WINDOWS[-1][2]
+    plain = parse_version(v.base) if v.is_prerelease or v.dev is not None else v
+    found = SERVING_WINDOWS[0][2]
+    for opened, _name, rules in SERVING_WINDOWS:
+        if opened <= plain:
+            found = rules
+    return found
+
+
+def all_batch_headings() -> tuple[str, ...]:
+    """Every release's batch heading, for a log whose release is not known."""
+    return tuple(dict.fromkeys(rules.batch_heading for _, _, rules in SERVING_WINDOWS))

@@ -17,7 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cache
 
+from sgtui.core.sglang.rules import (  # the serving windows, kept beside ServingRules (re-exported here)
+    SERVING_WINDOWS as SERVING_WINDOWS,
+)
 from sgtui.core.sglang.rules import Rules
+from sgtui.core.sglang.rules import ServingRules as ServingRules
+from sgtui.core.sglang.rules import all_batch_headings as all_batch_headings
+from sgtui.core.sglang.rules import serving_rules as serving_rules
 from sgtui.core.sglang.versions import ReleaseVersion, parse_version
 
 
@@ -93,19 +99,32 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         {"auto_mfs": "tp-table-80g", "spec_default_max_running": True, "multimodal_shrink": 0.90},
     ),
     ("0.4.6.post2", "0.4.6.post2 bump", "server_args.__post_init__", {"auto_mfs": "tp-table-bump"}),
-    ("0.4.7", "0.4.7 spec bump", "server_args.__post_init__", {"auto_mfs": "tp-table-bump-spec"}),
+    (
+        "0.4.6.post3",
+        "0.4.6.post3 bf16 MLA copies",
+        "models/deepseek_v2.DeepseekV2ForCausalLM.post_load_weights: a 128x128-block FP8 kv_b_proj on CUDA "
+        "is dequantized to bf16 (block_quant_dequant) before the w_kc/w_vc copies; 0.4.6.post2 requantized "
+        "it per tensor (block_quant_to_tensor_quant, fp8)",
+        {"mla_copy_block_fp8": "bf16"},
+    ),
+    (
+        "0.4.7",
+        "0.4.7 spec bump, aiter shrink",
+        "server_args.__post_init__; model_runner.__init__ (0.4.7 line 423: attention_backend == 'aiter' and "
+        "context_len > 8192 -> mem_fraction_static *= 0.85; model_initialize picks aiter on ROCm for MHA, "
+        "and for MLA when get_num_kv_heads(tp) is 16 or 128 and spec_algorithm.is_none(); 0.4.6.post5 "
+        "has neither)",
+        {
+            "auto_mfs": "tp-table-bump-spec",
+            "aiter_long_context_shrink": True,
+            "aiter_mla_default": "heads-16-128-no-spec",
+        },
+    ),
     (
         "0.4.7.post1",
         "0.4.7.post1 class reserve",
         "server_args.__post_init__ (fraction and chunked-prefill / graph tiers by GPU class)",
         {"auto_mfs": "class-reserve", "tier_table": "class"},
-    ),
-    (
-        "0.4.8",
-        "0.4.8 aiter shrink",
-        "model_runner.__init__ (aiter, context_len > 8192: mem_fraction_static *= 0.85; aiter is the "
-        "ROCm default for MHA models in model_initialize)",
-        {"aiter_long_context_shrink": True},
     ),
     ("0.4.9", "0.4.9 no multimodal shrink", "model_runner.__init__", {"multimodal_shrink": 1.0}),
     ("0.4.10", "0.4.10 VLM adjustment", "server_args.adjust_mem_fraction_for_vlm", {"vlm_mfs_adjust": True}),
@@ -120,8 +139,11 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "0.5.3",
         "0.5.3 reservation formula",
         "server_args._handle_gpu_memory_settings; model_runner.init_memory_pool (kv_cache_quant_algo, "
-        "'Current value: {self.server_args.mem_fraction_static=}')",
+        "'Current value: {self.server_args.mem_fraction_static=}'); model_runner.model_specific_adjustment "
+        "(an MLA model on ROCm gets aiter at 16 or 128 KV heads per GPU, speculative decoding or not; "
+        "0.5.2 still required spec_algorithm.is_none())",
         {
+            "aiter_mla_default": "heads-16-128",
             "auto_mfs": "formula",
             "tier_table": "formula",
             "spec_reserve_mib": 2048,
@@ -159,8 +181,14 @@ _CHANGES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
         "0.5.8",
         "0.5.8 SWA split",
         "server_args._handle_model_specific_adjustments; _handle_gpu_memory_settings (8 MiB per "
-        "piecewise size, before the floor)",
-        {"swa_split": "gpt-oss-trtllm-spec", "piecewise_reserve": "per-size"},
+        "piecewise size, before the floor); models/deepseek_v2.DeepseekV2Model (embed_tokens "
+        "use_attn_tp_group=is_dp_attention_enabled(): sharded over attention TP under DP attention; 0.5.7 "
+        "kept it whole, enable_tp=not is_dp_attention_enabled())",
+        {
+            "swa_split": "gpt-oss-trtllm-spec",
+            "piecewise_reserve": "per-size",
+            "dp_attention_embedding": "attn-tp",
+        },
     ),
     (
         "0.5.9",

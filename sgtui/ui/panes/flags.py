@@ -150,13 +150,18 @@ class FlagsPane(Horizontal):
 
     def prediction(self) -> dict[str, Any] | None:
         """The fit for exactly the flags being launched (the debounced panel may lag a fresh edit)."""
+        return self.predict()[0]
+
+    def predict(self) -> tuple[dict[str, Any] | None, str]:
+        """(the fit for exactly the flags being launched, "") or (None, why it cannot be computed yet: no
+        GPU sample, no nvidia-smi, the model config not read); never a stale report."""
         d = self.deployment
         try:
             report = self.fit_function(self.form.values(), d.fit_inputs)
-        except Exception:  # no model config or GPU size yet: compare against nothing rather than stale
-            return None
+        except Exception as exc:  # no model config or GPU size yet: compare against nothing rather than stale
+            return None, str(exc) or type(exc).__name__
         d.fit_report = report
-        return report
+        return report, ""
 
     def launch_problems(self) -> list[str]:
         errors = self.form.errors()

@@ -193,6 +193,7 @@ class FleetPane(Vertical):
         self._sorted: list[str] | None = None  # the free-memory order, as of the last sort
         self._generation = 0  # refresh_fleet calls; a label made for an older one is stale
         self._drawn: dict[str, int] = {}  # host -> the generation its row's label was made for
+        self.rates: Callable[[str], str] = lambda name: ""  # host -> its ready runs' tokens/s, or ""
         self.unfolded: set[str] = set()
         self._host_nodes: dict[str, TreeNode[Pick]] = {}
         self._shape: tuple[object, ...] = ()
@@ -274,7 +275,9 @@ class FleetPane(Vertical):
     def _label(self, name: str, width: int, need: FitNeed | None = None) -> Text:
         health = self.fleet.run_health(name, self.state_of)
         host = self.hosts[name]
-        return host_label(host, health, width, self.runs_silence(name), host.fits(need))
+        label = host_label(host, health, width, self.runs_silence(name), host.fits(need))
+        rate = self.rates(name) if host.state == "connected" else ""
+        return label.append(f" · {rate}", style="cyan") if rate else label
 
     def _name_width(self) -> int:
         return min(max((len(n) for n in self.hosts), default=4), NAME_WIDTH)

@@ -7,6 +7,8 @@ number of lines, pauses on any move up, searches, wraps and opens a line whole.
 
 from __future__ import annotations
 
+import time
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -19,6 +21,7 @@ from sgtui.ui.widgets.diagnosis import DiagnosisPanel
 from sgtui.ui.widgets.log_column import LogColumn, tail_of
 from sgtui.ui.widgets.log_view import LogView
 from sgtui.ui.widgets.node_timeline import NodeTimeline
+from sgtui.ui.widgets.serving_panel import ServingPanel
 from sgtui.ui.widgets.timeline import Timeline
 
 __all__ = ["LogPane", "tail_of"]
@@ -34,6 +37,7 @@ class LogPane(Horizontal):
     def compose(self) -> ComposeResult:
         yield LogColumn(max_lines=self.max_lines, id="log-col")
         with VerticalScroll(id="side"):
+            yield ServingPanel(id="serving")
             yield NodeTimeline(id="node-timeline")
             yield Timeline(id="timeline")
             yield DiagnosisPanel(id="diagnosis")
@@ -57,6 +61,7 @@ class LogPane(Horizontal):
     def show(self, session: RunSession | None) -> None:
         """Put `session` on screen: its kept lines, its timeline(s) and its diagnosis."""
         self.session = session
+        self.query_one(ServingPanel).show(session, getattr(self.app, "clock", time.monotonic)())
         log = self.log
         log.reset()
         column = self.column

@@ -22,6 +22,7 @@ STATE_STYLE = {
     "stalled": "bold yellow",
     "failed": "bold red",
     "stopped": "yellow",
+    "dead": "red",
     "exited": "dim",
 }
 MARKS = {"view": ("▶", "bold"), "followed": ("•", ""), "changed": ("!", "bold yellow")}
@@ -38,6 +39,8 @@ def state_cell(run: RunView, silence: float | None = None) -> Text:
         text = stale_text(run.state, silence)
     else:
         text = Text(run.state, style=STATE_STYLE.get(run.state, ""))
+    if run.rate:
+        text.append(f" · {run.rate}", style="cyan")
     if run.note:
         note = run.note if len(run.note) <= NOTE_CHARS else run.note[: NOTE_CHARS - 1] + "…"
         text.append(f": {note}", style="yellow")

@@ -20,6 +20,7 @@ from sgtui.ui import messages as m
 from sgtui.ui.session.ages import Ages
 from sgtui.ui.session.gpu_history import GpuHistory
 from sgtui.ui.session.logbuffer import LogBuffer
+from sgtui.ui.session.serving import ServingState
 from sgtui.ui.session.startup import StartupTracker
 from sgtui.ui.views import DiagnosisView, GpuView, RunView, TimelineView
 
@@ -71,6 +72,7 @@ class RunSession:
         self.stop_text = ""
         self.in_view = False  # set by FollowedRuns: only the run in view posts its lines (the rest buffer)
         self.told = False
+        self.serving = ServingState()  # once ready: its numbers, smoke request and load probe
         self._skipped_told = 0  # whether the logs (or the host) have said anything about the outcome yet
         self.add_node(run)
 
@@ -158,6 +160,8 @@ class RunSession:
             extra = len(self.pending) - cap
             del self.pending[:extra]
             self.log.skip(extra)
+        if rank == 0 and self.state == "ready":
+            self.serving.feed_log(lines, self.clock())  # SGLang's batch lines: numbers without metrics
         tracker = node.tracker
         if tracker.feed(lines):
             node.timeline = tracker.timeline()

@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from sgtui.ui.views import TimelineView
 
-PHASE_STYLE = {"ready": "bold green", "failed": "bold red", "stopped": "yellow"}
+PHASE_STYLE = {"ready": "bold green", "failed": "bold red", "stopped": "yellow", "dead": "red"}
 
 
 def elapsed(seconds: float | None) -> str:

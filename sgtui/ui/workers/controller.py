@@ -2,7 +2,8 @@
 
 Workers never touch widgets. Groups: "connect" (one per host, at most CONNECT_PARALLEL connecting at
 once), "gpu" (one sampler per host), "discover", "runs", "tail" (one per node of each followed run),
-"launch", "stop:<run>" (exclusive per run), "fit" (exclusive, thread).
+"preflight" (exclusive: the target checks before a launch), "launch", "stop:<run>" (exclusive per run), "fit"
+(exclusive, thread).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ RECONNECT_S = (1.0, 2.0, 5.0, 10.0)
 CONNECT_PARALLEL = 8  # SSH handshakes at once when the app opens every configured host
 GPU_BATCH_S = 0.1  # GPU samples of all hosts go to the app together, at most this often (500 hosts at 1 Hz
 # as 500 messages a second kept the app's queue busy enough to delay keys; as ten, they do not)
+PREFLIGHT_TIMEOUT_S = 20.0  # the target checks before a launch; past it the question says they did not run
 
 
 class Controller:
@@ -173,9 +175,24 @@ class Controller:
         try:
             runs = await self.backend.launch(profile)
         except Exception as exc:
-            self.post(m.ServiceError("launch", str(exc)))
+            # a launch cut by a lost connection may have started its server: said so, never "failed"
+            self.post(m.ServiceError("launch", str(exc), unknown=getattr(exc, "maybe_running", False)))
             return
         self.post(m.RunStarted(runs, predicted))
+
+    def preflight_checks(self, profile: Any, seq: int) -> None:
+        """The target checks before a launch (port, GPUs, model path, release); a newer ask replaces it."""
+        self._worker(self._preflight(profile, seq), "preflight", "preflight", exclusive=True)
+
+    async def _preflight(self, profile: Any, seq: int) -> None:
+        from sgtui.core.preflight import Check
+
+        try:
+            checks = await asyncio.wait_for(self.backend.preflight_checks(profile), PREFLIGHT_TIMEOUT_S)
+        except Exception as exc:  # a host that does not answer: say so in the question, do not hang it
+            why = str(exc) or f"no answer within {PREFLIGHT_TIMEOUT_S:g} s"
+            checks = [Check("target", False, f"the target checks did not run: {why}", blocking=False)]
+        self.post(m.PreflightChecked(seq, checks))
 
     def follow(self, session: RunSession) -> None:
         """Tail every node of `session` into it; following it again restarts its tails from the start."""
@@ -201,16 +218,35 @@ class Controller:
         # holder stopped while this one waits) must not cancel this one halfway
         self._worker(self._stop(runs, then_launch), f"stop:{key}", f"stop:{key}", exclusive=True)
 
+    def check_failed_alive(self, key: str, runs: list[RunView], settle: float = 2.0) -> None:
+        """After a failure: is the server still running `settle` s later (a crash tearing itself down
+        is given that long)? Posts FailedStillRunning when one of its nodes is."""
+        self._worker(self._failed_alive(key, runs, settle), f"alive:{key}", f"alive:{key}", exclusive=True)
+
+    async def _failed_alive(self, key: str, runs: list[RunView], settle: float) -> None:
+        await asyncio.sleep(settle)
+        try:
+            states = [await self.backend.run_state(r) for r in runs]
+        except Exception:
+            return  # cannot tell: nothing is claimed
+        if "running" in states:
+            self.post(m.FailedStillRunning(key))
+
     async def _stop(self, runs: list[RunView], then_launch: tuple[Any, dict[str, Any] | None] | None) -> None:
         key = runs[0].run_id
-        self.post(m.StopProgress(key, f"stopping {key} (TERM, then KILL after the grace period)"))
+        self.post(
+            m.StopProgress(key, f"stopping {key} (TERM to its server, the drain, then its group; KILL last)")
+        )
         workers = [r for r in runs if (r.node_rank or 0) != 0]
         heads = [r for r in runs if (r.node_rank or 0) == 0]
+        steps: list[str | None] = []
         try:
             if workers:
-                await asyncio.gather(*(self.backend.stop(r) for r in workers))
+                steps += await asyncio.gather(*(self.backend.stop(r) for r in workers))
             for run in heads:
-                await self.backend.stop(run)
+                steps.append(await self.backend.stop(run))
+            if steps and steps[-1]:
+                self.post(m.StopProgress(key, f"{key}: {steps[-1]}"))
             for run in runs:
                 async for line in self.backend.wait_gpus_free(run, timeout=120.0):
                     self.post(m.StopProgress(key, line))
@@ -220,7 +256,8 @@ class Controller:
         except Exception as exc:
             self.post(m.StopProgress(key, f"stop failed: {exc}", True, False))
             return
-        self.post(m.StopProgress(key, f"{key} stopped; its GPUs are free", True, True))
+        how = f" ({steps[-1]})" if steps and steps[-1] else ""
+        self.post(m.StopProgress(key, f"{key} stopped; its GPUs are free{how}", True, True))
         if then_launch is not None:
             await self._launch(*then_launch)
 

@@ -89,7 +89,12 @@ def gib(value: float | None) -> str:
 
 
 def fmt_mfs(value: float) -> str:
-    return f"{value:.3f}".rstrip("0").rstrip(".") if value < 1 else "1"
+    """A fraction as given: 0.88, 0.835, and a tiny one in its own digits (0.0001, never "0")."""
+    if value >= 1:
+        return "1"
+    if 0 < value < 0.001:
+        return f"{value:.3g}"
+    return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 def mfs_suggestion(current: float | None, target: float, cost: str, *, higher: bool = True) -> Suggestion:

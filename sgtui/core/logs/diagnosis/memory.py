@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
 
+from sgtui.core.fit.report import first_offered
 from sgtui.core.logs.diagnosis.common import (
     RAISE_MFS,
     Context,
@@ -32,6 +35,8 @@ def not_enough_memory(ctx: Context) -> Diagnosis:
     f = ctx.num
     baseline = f("load_weight_begin_avail_gib") or ctx.fit_num("baseline_free_gib")
     weights = f("weight_mem_gib") or ctx.fit_num("weights_gib")
+    if weights is not None and weights < 0:
+        weights = 0.0  # a measurement's noise ("mem usage=-0.01 GB" from 0.5.23's CPU engine): nothing taken
     after = f("avail_mem_after_weights_gib")
     derived = ""
     if baseline is None and weights is not None and after is not None:
@@ -270,3 +275,32 @@ def memory_unbalanced(ctx: Context) -> Diagnosis:
         Suggestion("CUDA_VISIBLE_DEVICES", None, "An environment variable: launch on GPUs that are free."),
     ]
     return Diagnosis("GPU memory unbalanced across ranks", detail, suggestions, "memory_unbalanced")
+
+
+# The error classes where the fit's ranking of fixes answers the failure (memory at startup).
+FIT_FIX_CLASSES = frozenset({"not_enough_memory", "cuda_oom", "cuda_graph_failed"})
+
+
+def fit_first_fix(fit: Mapping[str, Any] | None) -> Suggestion | None:
+    """The fit report's first fix (`FitReport.first_fix()`: the first ranked one that fits, else the
+    first tight one) as a suggestion, so the diagnosis offers what `sgtui fit` and the TUI offer."""
+    fixes = (fit or {}).get("fixes")
+    if not isinstance(fixes, list):
+        return None
+    ranked = [f for f in fixes if isinstance(f, Mapping) and f.get("flag")]
+    fix = first_offered(ranked, lambda f: f.get("verdict"))
+    if fix is None:
+        return None
+    value = fix.get("value")
+    shown = None if value is None or value is True else str(value)
+    why = str(fix.get("why") or "")
+    return Suggestion(str(fix["flag"]), shown, f"{why} (the fit's first fix: {fix['verdict']})".strip())
+
+
+def lead_with_fit_fix(diagnosis: Diagnosis, fit: Mapping[str, Any] | None) -> Diagnosis:
+    """`diagnosis` with the fit's first fix as its first suggestion (replacing its own for that flag)."""
+    first = fit_first_fix(fit)
+    if first is None or diagnosis.error_class not in FIT_FIX_CLASSES:
+        return diagnosis
+    rest = [s for s in diagnosis.suggestions if s.flag != first.flag]
+    return replace(diagnosis, suggestions=[first, *rest])

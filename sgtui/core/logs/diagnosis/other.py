@@ -13,6 +13,7 @@ from sgtui.core.logs.diagnosis.common import (
 from sgtui.core.logs.diagnosis.crash import crash, kernel_resources
 
 _WARMUP_STATUS = re.compile(r"Response \[(\d{3})\]")
+_MISSING_LIBRARY = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
 _KV_EXHAUSTED = ("out of memory. Try to lower your batch size", "runs out of memory", "Prefill out of memory")
 
 
@@ -89,6 +90,8 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
             "Repository Not Found",
             "does not appear to have a file named",
             "RepositoryNotFoundError",
+            # huggingface_hub's validate_repo_id on a path that is no folder (0.5.23 raises it as an OSError)
+            "Repo id must be in the form",
         ),
         "The model path does not name a model",
         "--model-path is neither a folder with a config.json nor a model id Hugging Face knows.",
@@ -101,6 +104,27 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
         "The model is not in the local cache and Hugging Face could not be reached.",
         "Download the model where there is network (huggingface-cli download) and pass its folder as "
         "--model-path, or fix the proxy settings of the launch environment.",
+    ),
+    (
+        # sgl_kernel/load_utils.py: none of its compiled op libraries loads (the CUDA-only wheel needs
+        # libcuda.so.1 from the NVIDIA driver; the reasons follow under "Error details")
+        ("Could not load any common_ops library",),
+        "SGLang's kernel package cannot load",
+        "sgl-kernel's compiled ops did not load: the wheel from the package index is built for NVIDIA GPUs "
+        "and needs the driver's libcuda.so.1; a build for another CUDA or GPU fails the same way.",
+        "On a GPU host, install the sglang-kernel build that matches its CUDA version and check that the "
+        "driver is visible (`nvidia-smi`); a CPU-only host needs a CPU build of sgl-kernel (SGLang's CPU "
+        "Docker image), which the package index does not carry.",
+    ),
+    (
+        # sglang/srt/utils/common.py get_device (0.5.x); torch's own words when the driver is missing
+        ("No accelerator (CUDA", "Found no NVIDIA driver on your system", "No CUDA GPUs are available"),
+        "No GPU or other accelerator is visible",
+        "SGLang found no GPU it can use in this environment: no NVIDIA driver, no device passed into the "
+        "container, or CUDA_VISIBLE_DEVICES naming none.",
+        "Check `nvidia-smi` where the server runs (a container needs its GPUs passed in: --gpus / the LXC's "
+        "device entries) and CUDA_VISIBLE_DEVICES; a CPU-only launch needs --device cpu with a CPU build of "
+        "SGLang's kernels.",
     ),
     (
         ("no kernel image is available for execution on the device",),
@@ -127,10 +151,14 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
 
 
 def _known_other(ctx: Context) -> Diagnosis | None:
-    text = ctx.error.text
+    # the quoted exception first, then the ones of its chain it was raised from
+    text = "\n".join([ctx.error.text, *ctx.error.values.get("context", ())])
     for needles, title, meaning, fix in _KNOWN_OTHERS:
         if any(needle in text for needle in needles):
-            detail = f"{meaning} (line {ctx.error.line}: {text.strip()[:200]})"
+            detail = f"{meaning} (line {ctx.error.line}: {ctx.error.text.strip()[:200]})"
+            missing = _MISSING_LIBRARY.search(text)
+            if missing:
+                detail += f" The library that could not be opened: {missing.group(1)}."
             return Diagnosis(title, detail, [Suggestion(None, None, fix)], "other")
     return None
 

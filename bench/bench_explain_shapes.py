@@ -1,0 +1,148 @@
+"""`sgtui explain` against `grep -c` on 1M-line logs of both shapes (run by hand). Target (issue 20): within
+10x of `grep -c` on each, in constant memory.
+
+    .venv/bin/python bench/bench_explain_shapes.py [--lines 1000000] [--dir /tmp] [--profile] [--per-line]
+
+Shapes:
+- serving: a 0.5.23 startup, then serving lines (bench_classifier.serving_lines: batch stats, access log);
+- startup: startup and failure records only: every real log in tests/fixtures/logs and ../shared/logs
+  concatenated and repeated up to N lines (milestones, warnings, tracebacks, NCCL chatter, errors), the lines
+  that go past the batch/access fast path.
+
+Each shape is timed as `grep -c error FILE` (a search a user would run; GNU grep's `grep -c ''` only counts
+newlines and is no baseline) and as `sgtui explain FILE --json` (a fresh interpreter each, best of 3
+wall-clock; peak RSS is the explain process's VmHWM). `--profile` also prints cProfile's top functions of
+one in-process `classify_file` per shape; `--per-line` prints the classifier's CPU time a line
+(`time.process_time`, best of 3, 100,000 lines) for lines no rule reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_classifier import STARTUP, serving_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+_CHUNK = 100_000
+
+
+def write_serving(path: Path, total: int) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        out.write(STARTUP.read_text(encoding="utf-8"))
+        for start in range(0, total, _CHUNK):
+            out.write("\n".join(serving_lines(min(_CHUNK, total - start), seed=start)) + "\n")
+
+
+def write_startup(path: Path, total: int) -> None:
+    sources = sorted((ROOT / "tests" / "fixtures" / "logs").rglob("*.log"))
+    shared = ROOT.parent / "shared" / "logs"
+    if shared.is_dir():
+        sources += sorted(shared.glob("*.log"))
+    lines: list[str] = []
+    for source in sources:
+        lines += source.read_text(encoding="utf-8", errors="replace").splitlines()
+    written = 0
+    with path.open("w", encoding="utf-8") as out:
+        while written < total:
+            piece = lines[: total - written]
+            out.write("\n".join(piece) + "\n")
+            written += len(piece)
+
+
+def best_of(argv: list[str], runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+_PEAK = (
+    "import sys; sys.argv = ['sgtui', 'explain', sys.argv[1], '--json']\n"
+    "from sgtui.cli import main\n"
+    "try:\n    main(sys.argv[1:])\nfinally:\n"
+    "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+    "    print(int(hwm) // 1024, file=sys.stderr)\n"
+)
+
+
+def peak_mib(path: Path) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(path)],
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return int(done.stderr.strip().splitlines()[-1])
+
+
+def profile(path: Path) -> None:
+    from sgtui.core.logs import classify_file
+
+    profiler = cProfile.Profile()
+    with path.open("rb") as stream:
+        profiler.runcall(classify_file, stream)
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+
+
+PER_LINE = {
+    "prefixed note": "[2026-01-01 10:00:{:02d} TP0] Some info message about nothing in particular, value=3.",
+    "NCCL INFO": "node-1:2345:2400 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+    "warning": "/usr/lib/python3/site-packages/foo.py:53: UserWarning: Only CUDA, HIP and XPU support AWQ.",
+}
+
+
+def per_line_cpu() -> None:
+    from sgtui.core.logs import LogClassifier
+
+    for name, shape in PER_LINE.items():
+        text = "\n".join(shape.format(i % 60) for i in range(100_000)) + "\n"
+        best = float("inf")
+        for _ in range(3):
+            classifier = LogClassifier()
+            start = time.process_time()
+            for i in range(0, len(text), 65536):
+                classifier.feed(text[i : i + 65536])
+            best = min(best, time.process_time() - start)
+        print(f"{name}: {best / 100_000 * 1e6:.2f} us a line (CPU)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--dir", default="/tmp")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--per-line", action="store_true")
+    args = parser.parse_args()
+    if args.per_line:
+        per_line_cpu()
+        return
+    explain = [sys.executable, "-m", "sgtui.cli", "explain"]
+    print("| shape | lines | `grep -c error` | `sgtui explain --json` | ratio | peak RSS |")
+    print("|---|---|---|---|---|---|")
+    for shape, writer in (("serving", write_serving), ("startup", write_startup)):
+        path = Path(args.dir) / f"bench-explain-{shape}-{args.lines}.log"
+        writer(path, args.lines)
+        grep = best_of(["grep", "-c", "error", str(path)])
+        ours = best_of([*explain, str(path), "--json"])
+        print(
+            f"| {shape} | {args.lines:,} | {grep:.2f} s | {ours:.2f} s | {ours / grep:.1f}x | "
+            f"{peak_mib(path)} MiB |"
+        )
+        if args.profile:
+            profile(path)
+        path.unlink()
+
+
+if __name__ == "__main__":
+    main()

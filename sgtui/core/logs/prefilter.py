@@ -1,0 +1,125 @@
+"""The prefilter: one test that says whether any line rule could read a line, so that the lines no rule looks
+for (NCCL's INFO chatter, library warnings, model-specific notes: most of a startup or failure log) skip them.
+
+Every substring a rule in milestones.py, info.py, failures.py, distributed.py or the classifier's own command
+and traceback checks needs is covered by one ANCHOR below (a needle or a shorter piece of it); a rule added
+there needs its anchor here (tests/core/test_logs_prefilter.py checks the rules' needles against it). An
+exception's own line outside a traceback is found by its shape (`pkg.mod.Name: message`).
+
+Python's `re` tries every alternative at every position (slower than the rules it would spare), so the test is
+a chain of `in` checks, generated once from ANCHORS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+ANCHORS: tuple[str, ...] = (
+    # milestones.py
+    "erver_args",
+    "ServerArgs",
+    "Init torch",
+    "Init nccl",
+    "Memory baseline",
+    "oad weight",
+    "KV Cache",
+    "SWAKVPool",
+    "Post-capture",
+    "Mamba Cache",
+    "sliding window",
+    "Memory pool",
+    "Capture",
+    "otal_num_token",
+    "Uvicorn",
+    "fired up",
+    # progress bars
+    "shards",
+    "Capturing",
+    "%|",
+    # info.py
+    "minimum viable",
+    "--",
+    "/dev/shm",
+    "shared memory",
+    "KV cache dtype",
+    "Max running requests",
+    "is capped to",
+    "Disabling radix",
+    "profiled value",
+    # failures.py
+    "Traceback",
+    "memory",
+    "too small",
+    "max_running_request",
+    "SWA",
+    "Error",
+    "Exception",
+    "Exit",
+    "not supported",
+    "failed to be inspected",
+    "does not recognize",
+    "nsupported architecture",
+    "divisible by",
+    "in use",
+    "Errno 98",
+    ": error: ",
+    "radix cache",
+    "context_length",
+    "illegal",
+    "Illegal",
+    "Cuda failure",
+    "atchdog",
+    "sigquit",
+    "SIGQUIT",
+    "scheduler",
+    "hit an exception",
+    "Initialization failed",
+    "other ranks",
+    "OOM",
+    "oom-kill",
+    "status=9",
+    "Killed",
+    "xit code",
+    "Fatal Python",
+    "Caught signal",
+    "core dumped",
+    "Segmentation fault",
+    "Segfault",
+    "Bus error",
+    "Aborted",
+    "resource_tracker",
+    # distributed.py
+    "ccl",
+    "NCCL",
+    "by peer",
+    "gloo",
+    "pair.cc",
+    "Connection reset",
+    "Timed out",
+    "clients joined",
+    "Socket Timeout",
+    "Rendezvous",
+)
+
+
+def _chain(anchors: tuple[str, ...]) -> Callable[[str], bool]:
+    """`lambda body: "a" in body or "b" in body or ...`: the cheapest test CPython has for many needles."""
+    source = "lambda body: " + " or ".join(f"{anchor!r} in body" for anchor in anchors)
+    return eval(source)
+
+
+_ANY_ANCHOR = _chain(ANCHORS)
+
+
+def may_matter(body: str, first: str) -> bool:
+    """False when no line rule could read `body` (whose first character is `first`)."""
+    if " NCCL INFO " in body:
+        return False  # NCCL_DEBUG=INFO's chatter (thousands of lines a launch); its problems are WARN lines
+    if _ANY_ANCHOR(body):
+        return True
+    if not first.isalpha():
+        return False
+    # `pkg.mod.Name: message`: an exception's own line outside a traceback (failures.exception_line's shape;
+    # a name ending in Error/Exception/Exit is an anchor already)
+    colon = body.find(":", 0, 200)
+    return colon > 0 and "." in body[:colon] and " " not in body[:colon]

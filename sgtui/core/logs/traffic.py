@@ -1,0 +1,42 @@
+"""What request traffic says about a launch: the first batch (the server runs batches: the warm-up's or
+requests'), the first decode batch or OpenAI answer (requests are served), the first answered POST after
+Uvicorn starts (ready, even in versions that never print "fired up and ready to roll")."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sgtui.core.logs.prefix import split_prefix
+from sgtui.core.logs.state import ANSWERED, SERVED, parse_seconds
+
+if TYPE_CHECKING:
+    from sgtui.core.logs.classifier import LogClassifier
+    from sgtui.core.logs.state import LogEvent
+
+
+def first_batch(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> None:
+    c.batches_seen = True
+    time = split_prefix(raw)[0]
+    c.advance("serving", n, time, parse_seconds(time), events)
+
+
+def first_decode(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> None:
+    """SGLang logs a decode batch every --decode-log-interval (40) steps: the warm-up's few tokens never reach
+    one, so a "Decode batch" line is requests being served (a pasted tail may show nothing else)."""
+    c.decoding = True
+    if not c.batches_seen:
+        first_batch(c, raw, n, events)
+    if "ready" not in c.state.milestones and ANSWERED not in c.state.notes:
+        c.state.notes.add(SERVED)
+        time = split_prefix(raw)[0]
+        c.advance("ready", n, time, parse_seconds(time), events)
+
+
+def first_answer(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> None:
+    """The server answered a request (the warm-up's or a client's): it serves, even in versions that never
+    print "fired up and ready to roll"."""
+    c.awaiting_first_answer = False
+    if "ready" not in c.state.milestones:
+        c.state.notes.add(ANSWERED)
+        time, _, _ = split_prefix(raw)
+        c.advance("ready", n, time, parse_seconds(time), events)
