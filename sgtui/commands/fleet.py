@@ -10,8 +10,8 @@ one nvidia-smi query, its runs), printed as each answers; exit 0 when all answer
 others on stderr. Runs are re-listed every `--runs-every` seconds while streaming.
 
 `age_s` is the age of the GPU reading (0 for a fresh sample; null before the first), `error` the one
-line why a host is not up or has no readings. Health and throughput of a run come through
-`remote/fleet_runs.py`'s hook; null until one is wired.
+line why a host is not up or has no readings. A live run's health and throughput come through
+`remote/fleet_runs.py`'s hook (`probe_serving`: the health probe and the log's generation rate).
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ async def _main(args: argparse.Namespace, hosts: dict, names: list[str]) -> int:
     from sgtui.commands.fleet_output import Printer
     from sgtui.remote.connection import ConnectionPool
     from sgtui.remote.fleet import CONCURRENCY, Fleet
+    from sgtui.remote.fleet_runs import probe_serving
 
     printer = Printer(sys.stdout, json_lines=args.json)
     pool = ConnectionPool(hosts)
@@ -110,6 +111,7 @@ async def _main(args: argparse.Namespace, hosts: dict, names: list[str]) -> int:
         connect_timeout=args.connect_timeout,
         on_sample=printer.sample if args.json and not args.once else None,
         on_change=printer.change if args.json and not args.once else None,
+        serving=probe_serving(),
     )
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()

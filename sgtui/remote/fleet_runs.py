@@ -6,10 +6,13 @@ command each), and a run is reported when it is alive, or when it is its target'
 failed is news until another is launched there; older history is `sgtui runs`' job). A foreign record is
 reported as `foreign` without a look at its processes.
 
-Health and serving numbers come through `ServingHook`, one awaitable per live run, so that the reader
-of a run's serving state (`sgtui status`'s, `sgtui/core/serving/state.py` ServingSnapshot) plugs in
-without this module knowing how it reads: `Fleet(..., serving=hook)`. Without a hook (or when it returns
-None or fails) `health` and `gen_tokens_per_s` are null: unknown, never 0.
+Health and serving numbers come through `ServingHook`, one awaitable per live run: `Fleet(...,
+serving=hook)`. `probe_serving(runs_dir)` is the one `sgtui fleet` uses: the health probe `sgtui status`
+uses (`remote/health.probe`, HTTP through the SSH connection, no request sent to the model) and the
+generation rate of the run's last batch lines (`remote/serving.log_snapshot`, `ServingSnapshot
+.gen_tokens_per_s`); no smoke request and no two-scrape window, which a fleet view polling every minute
+should not cost each server. Without a hook (or when it returns None or fails) `health` and
+`gen_tokens_per_s` are null: unknown, never 0.
 """
 
 from __future__ import annotations
@@ -89,3 +92,21 @@ async def _row(
     if got is None:
         return RunRow(run.key, state)
     return RunRow(run.key, state, got.health, got.gen_tokens_per_s)
+
+
+def probe_serving(runs_dir: str | None = None) -> ServingHook:
+    """A live run's health word (`sgtui status`'s verdict names) and its log's latest generation rate."""
+
+    async def hook(conn: Transport, run: RunRecord) -> RunServing | None:
+        from sgtui.remote.health import Verdict, probe, service_address
+        from sgtui.remote.serving import log_snapshot, run_port
+
+        address = await service_address(conn, run.target)
+        health = await probe(conn, run_port(run.argv), host=address)
+        rate = None
+        if health.verdict in (Verdict.READY, Verdict.UNHEALTHY):
+            snap = await log_snapshot(conn, RunManager(conn, run.target, runs_dir), run)
+            rate = snap.gen_tokens_per_s if snap is not None else None
+        return RunServing(health.verdict.value, rate)
+
+    return hook
