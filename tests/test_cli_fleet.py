@@ -145,3 +145,33 @@ def test_the_printed_line_is_the_contract_object() -> None:
     assert obj["age_s"] == 2.3 and obj["runs"] == [
         {"id": "r1", "state": "running", "health": None, "gen_tokens_per_s": 2.5}
     ]
+
+
+def test_a_launched_run_is_reported_with_its_state_and_health() -> None:
+    """A run in the sim's container (found through `discover`) shows as running with the health probe's
+    word; its throughput is null until the server logs a batch (never 0)."""
+    import tempfile
+    import time
+
+    from tests.sim.simhost_process import free_port, running_sim_host
+    from tests.sim.simhost_process import sgtui as sgtui_sync
+
+    with tempfile.TemporaryDirectory() as tmp, running_sim_host(Path(tmp)) as host:
+        config = Path(tmp)
+        profile = host.profile("qwen36-27b-2xa6000-mrr8.yaml", server_port=free_port())
+        launched = sgtui_sync("launch", str(profile), "--json-events", config_dir=config)
+        assert launched.returncode == 0, launched.stdout + launched.stderr
+        events = [json.loads(line) for line in launched.stdout.splitlines()]
+        run_id = next(e for e in events if e["event"] == "launched")["run"]["id"]
+        deadline, row = time.monotonic() + 60, None
+        while time.monotonic() < deadline:
+            once = sgtui_sync("fleet", "--once", "--json", config_dir=config)
+            assert once.returncode == 0, once.stderr
+            (host_row,) = [json.loads(line) for line in once.stdout.splitlines()]
+            row = next((r for r in host_row["runs"] if r["id"] == run_id), None)
+            if row is not None and row["health"] == "ready":
+                break
+            time.sleep(1.0)
+        assert row is not None and row["state"] == "running" and row["health"] == "ready", row
+        assert row["gen_tokens_per_s"] is None or row["gen_tokens_per_s"] > 0
+        sgtui_sync("stop", run_id, "--profile", str(profile), "--yes", config_dir=config)
