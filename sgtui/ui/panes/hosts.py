@@ -76,9 +76,16 @@ def gpu_text(host: HostModel) -> Text:
     text.append(f"GPU {summary.busy}/{summary.count} ")
     free = host.free_gpus() or 0
     text.append(f"free {free} ", style="bold" if free else "dim")
+    bars, style = "", None  # neighbours of one style are one span: fewer segments to draw per row
     for g in host.gpus[:MAX_BARS]:
         if g.total_mib and not g.note:
-            text.append(bar_for(g.used_mib, g.total_mib), style=level_style(g.used_mib / g.total_mib))
+            level = level_style(g.used_mib / g.total_mib)
+            if bars and level != style:
+                text.append(bars, style=style)
+                bars = ""
+            bars, style = bars + bar_for(g.used_mib, g.total_mib), level
+    if bars:
+        text.append(bars, style=style)
     frac = summary.used_mib / summary.total_mib if summary.total_mib else 0.0
     text.append(f" {summary.used_mib / 1024:.1f}", style=level_style(frac))
     text.append(f"/{summary.total_mib / 1024:.0f} GiB")
