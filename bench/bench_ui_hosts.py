@@ -147,6 +147,10 @@ async def main(count: int, seconds: float) -> None:
         cpu = time.process_time() - c0
         unhook()
         summary(f"down x {len(sent)} while {count} hosts stream", sent, handled)
+        with open("/proc/self/status") as fh:
+            rss = next((int(line.split()[1]) / 1024 for line in fh if line.startswith("VmRSS:")), 0.0)
+        series = sum(len(s) for h in app.fleet.hosts.values() for s in h.history.series.values())
+        print(f"RSS {rss:.0f} MiB; {series:,} sparkline samples held over all hosts", flush=True)
         print(
             f"samples {(backend.samples - s0) / wall:.0f}/s; this process "
             f"{100 * cpu / wall:.0f} % of one core",
