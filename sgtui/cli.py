@@ -47,6 +47,7 @@ _SHORT_HELP = {
     "stop": "stop one run: TERM its process group, then KILL; says what is left",
     "sim-host": "run the simulated GPU host as a standalone SSH server on 127.0.0.1",
     "flags": "list an SGLang release's launch flags, or what changed between two (--diff A B)",
+    "fleet": "every host's GPUs and runs at once; --json for scripts, --once for one sample",
     "status": "is a run's server answering and generating: health, smoke request, tokens/s, queue, KV",
     "bench": "a bounded load test of a run's server: throughput, TTFT and ITL percentiles",
 }

@@ -5,4 +5,17 @@ at module level: `sgtui fit` and `sgtui explain` must start fast, so Textual and
 inside `run` only where a command needs them.
 """
 
-COMMANDS = ("tui", "demo", "fit", "explain", "launch", "runs", "stop", "sim-host", "flags", "status", "bench")
+COMMANDS = (
+    "tui",
+    "demo",
+    "fit",
+    "explain",
+    "launch",
+    "runs",
+    "stop",
+    "sim-host",
+    "flags",
+    "status",
+    "bench",
+    "fleet",
+)

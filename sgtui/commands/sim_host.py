@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--hosts",
         type=int,
         default=1,
-        help="serve this many simulated hosts, named sim, sim-2, ..., each on its own address 127.0.0.N "
+        help="serve this many simulated hosts (up to 1000), named sim, sim-2, ..., each on its own address "
+        "127.0.0.N (127.0.1.1 ... past 254) "
         "(each listening on --port there); two or more also write the multinode-demo profile",
     )
     parser.add_argument(

@@ -173,3 +173,76 @@ def container_from_cgroup(text: str) -> str | None:
         if m := _DOCKER.search(path):
             return f"docker {m.group(1)[:12]}"
     return None
+
+
+_MISS = object()
+
+
+class CycleParser:
+    """`nvidia-smi --query-gpu=... -lms N` output as it arrives -> complete cycles (one tuple of readings
+    per sample), with no work for what did not change.
+
+    nvidia-smi prints one row per GPU per cycle; a row whose index does not increase starts the next
+    cycle, and a cycle is complete once it has as many rows as the last complete one (`expected`). The
+    first cycle has no count to go by: `close_cycle()` ends it (the stream calls it when the output went
+    quiet). Each distinct line is parsed once: a line seen before gives the very same `GpuReading`, so a
+    cycle equal to the previous one compares equal by identity; a chunk identical to the previous one
+    (an idle GPU host prints the same bytes every second) gives the previous cycle without splitting it.
+    The line cache is bounded (`cache_size`, emptied when full). Stray lines are kept in `bad`.
+    """
+
+    def __init__(self, cache_size: int = 256) -> None:
+        self.expected: int | None = None
+        self.bad: list[str] = []
+        self._rows: list[GpuReading] = []
+        self._pending = b""
+        self._cache: dict[bytes, GpuReading | None] = {}
+        self._cache_size = cache_size
+        self._last_data: bytes | None = None
+        self._last_cycle: tuple[GpuReading, ...] | None = None
+
+    @property
+    def open_rows(self) -> bool:
+        """Rows of a cycle not yet complete (and nothing half a line long after them)."""
+        return bool(self._rows) and not self._pending
+
+    def feed(self, data: bytes) -> list[tuple[GpuReading, ...]]:
+        if data == self._last_data and not self._rows and not self._pending:
+            return [self._last_cycle] if self._last_cycle is not None else []
+        cycles: list[tuple[GpuReading, ...]] = []
+        *lines, self._pending = (self._pending + data).split(b"\n") if self._pending else data.split(b"\n")
+        for raw in lines:
+            row = self._cache.get(raw, _MISS)
+            if row is _MISS:
+                row = parse_gpu_line(raw.decode("utf-8", "replace"))
+                if len(self._cache) >= self._cache_size:
+                    self._cache.clear()
+                self._cache[raw] = row
+            if row is None:
+                if raw.strip():
+                    self.bad.append(raw.decode("utf-8", "replace"))
+                continue
+            assert isinstance(row, GpuReading)
+            if self._rows and row.index <= self._rows[-1].index:
+                cycles.append(self.close_cycle())
+            self._rows.append(row)
+            if self.expected is not None and len(self._rows) == self.expected:
+                cycles.append(self.close_cycle())
+        one_whole = len(cycles) == 1 and not self._rows and not self._pending
+        self._last_data = data if one_whole else None
+        return cycles
+
+    def close_cycle(self) -> tuple[GpuReading, ...]:
+        """End the cycle being collected (the first one, when the output went quiet): its size is the
+        expected size from now on."""
+        cycle = tuple(self._rows)
+        self._rows = []
+        self.expected = len(cycle)
+        if cycle != self._last_cycle:
+            self._last_cycle = cycle
+        return self._last_cycle if self._last_cycle is not None else cycle
+
+    def leftover(self) -> tuple[GpuReading, ...]:
+        """Rows of an unfinished cycle when the stream ended."""
+        rows, self._rows = tuple(self._rows), []
+        return rows

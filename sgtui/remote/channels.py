@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import asyncssh
@@ -29,6 +29,25 @@ class ProcStream:
     @property
     def returncode(self) -> int | None:
         return self._proc.returncode
+
+
+class _CallbackSession(asyncssh.SSHClientSession):  # type: ignore[misc]
+    """Hands each stdout chunk to `on_data` as it arrives; `done` ends with the channel."""
+
+    def __init__(self, on_data: Callable[[bytes], None]) -> None:
+        self.on_data = on_data
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes, datatype: int | None) -> None:
+        if datatype is None:
+            self.on_data(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            if exc is None:
+                self.done.set_result(None)
+            else:
+                self.done.set_exception(exc)
 
 
 class Channels:
@@ -109,6 +128,35 @@ class Channels:
                 yield ProcStream(proc)
             finally:
                 proc.close()
+
+    async def stream_to(self, command: str | RemoteCommand, on_data: Callable[[bytes], None]) -> None:
+        """A long-lived command whose stdout chunks go to `on_data` straight from the connection's
+        callback: no reader, future or task switch per chunk (the fleet's GPU streams: 500 hosts x 1 Hz).
+        Returns when the output ends; raises when the connection is lost; cancelling closes the channel."""
+        stdin = None
+        if isinstance(command, RemoteCommand):
+            command, stdin = command.command, command.stdin
+        async with self._stream_sem, self._sem:
+            delay = 0.005
+            while True:
+                conn = await self._ensure()
+                try:
+                    chan, session = await conn.create_session(
+                        lambda: _CallbackSession(on_data), command, encoding=None
+                    )
+                    break
+                except asyncssh.ChannelOpenError:
+                    if delay > CHANNEL_RETRY_MAX_DELAY:
+                        raise
+                    await asyncio.sleep(delay)
+                    delay *= 2
+            try:
+                if stdin is not None:
+                    chan.write(stdin)
+                    chan.write_eof()
+                await session.done
+            finally:
+                chan.close()
 
     async def open_connection(
         self, host: str, port: int

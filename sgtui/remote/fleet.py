@@ -21,12 +21,17 @@ from dataclasses import dataclass, field, replace
 
 from sgtui.core.nvsmi import GpuReading
 from sgtui.remote.connection import ConnectionEvent, ConnectionPool, ConnState, RemoteError, Transport
+from sgtui.remote.fleet_runs import RunRow, ServingHook, run_rows
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
 from sgtui.remote.runs import RunManager, RunRecord
 from sgtui.remote.targets import HOST, ContainerInfo, Target, discover
 
 CONNECT_TIMEOUT_S = 20.0
-CONCURRENCY = 64  # SSH handshakes in flight at once: enough that 50 hosts open together, bounded for 500
+# SSH handshakes in flight at once. Across a network a handshake is mostly waiting (round trips), so many
+# overlap; on a loaded jump box (or loopback) it is CPU, and 500 at once would all finish late together.
+# 32 keeps the first hosts' samples coming back within a few handshakes' time while the rest connect
+# (bench/bench_fleet.py measures both).
+CONCURRENCY = 32
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class GpuSummary:
     busy: int  # GPUs with more than 1 GiB in use
     per_gpu: tuple[tuple[int, int], ...]  # (used MiB, total MiB) per GPU, by index
     problem: str | None = None  # why there is no reading (no driver, nvidia-smi missing, unreachable)
+    readings: tuple[GpuReading, ...] = ()  # the readings themselves (index, name, util: `sgtui fleet`)
 
     @property
     def fraction(self) -> float:
@@ -58,12 +64,16 @@ class GpuSummary:
             names=tuple(sorted({g.name for g in snap.gpus})),
             busy=sum(1 for g in snap.gpus if _used(g) > 1024),
             per_gpu=per,
+            readings=tuple(snap.gpus),
         )
 
 
-@dataclass(frozen=True)
+@dataclass
 class HostView:
-    """One host as the fleet view shows it. `since` is the monotonic time of the last state change."""
+    """One host as the fleet view shows it. `since` is the monotonic time of the last state change.
+
+    Every change makes a new view (`on_change` gets it), except a sample that repeats the last reading:
+    then only `gpus_at` moves, in place (500 hosts at 1 Hz would otherwise copy 500 views a second)."""
 
     name: str
     address: str
@@ -76,6 +86,7 @@ class HostView:
     containers: tuple[ContainerInfo, ...] = ()
     runs: tuple[RunRecord, ...] = ()
     runs_problem: str | None = None
+    run_rows: tuple[RunRow, ...] = ()  # its live runs and each target's newest, checked (`fleet_runs`)
 
     def age(self, now: float | None = None) -> float:
         """Seconds in the current state."""
@@ -97,17 +108,25 @@ class Fleet:
         concurrency: int = CONCURRENCY,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         on_change: Callable[[HostView], None] | None = None,
+        on_sample: Callable[[HostView], None] | None = None,
         runs_dir: str | None = None,
+        serving: ServingHook | None = None,
     ) -> None:
+        """`on_change(view)`: a row changed (state, GPU numbers, runs); `on_sample(view)`: every GPU
+        sample, changed or not (`sgtui fleet` prints one object per host per sample). `serving`: how a
+        live run's health and throughput are read (`fleet_runs.ServingHook`; None: unknown)."""
         self.pool = pool
         self.names = list(names if names is not None else pool.hosts)
         self.connect_timeout = connect_timeout
         self.on_change = on_change
+        self.on_sample = on_sample
         self.runs_dir = runs_dir
+        self.serving = serving
         self._sem = asyncio.Semaphore(max(concurrency, 1))
         self._views: dict[str, HostView] = {}
         self._unsubscribe: list[Callable[[], None]] = []
         self._subscribed: set[str] = set()
+        self._found: set[str] = set()  # hosts whose containers were listed at least once
         for name in self.names:
             config = pool.hosts.get(name)
             address = f"{config.hostname}:{config.port}" if config is not None else ""
@@ -172,6 +191,18 @@ class Fleet:
 
     # --- GPUs --------------------------------------------------------------------------------------
 
+    async def watch(self, interval_s: float = 1.0) -> None:
+        """Connect every host and stream its GPUs as soon as it is up, until cancelled: the first hosts'
+        samples come back while the rest are still connecting (at most `concurrency` handshakes at once).
+        A host that could not connect stays as it is (its reason kept); the connection's own reconnects
+        and the sampler's retries keep an up host streaming."""
+        await asyncio.gather(*(self._watch_one(name, interval_s) for name in self.names))
+
+    async def _watch_one(self, name: str, interval_s: float) -> None:
+        view = await self.connect(name)
+        if view.state is ConnState.UP:
+            await self._sample_one(name, interval_s)
+
     async def sample(self, interval_s: float = 1.0) -> None:
         """Stream GPU readings from every up host until cancelled (one nvidia-smi channel per host)."""
         await asyncio.gather(*(self._sample_one(name, interval_s) for name in self.names))
@@ -180,12 +211,42 @@ class Fleet:
         if self._views[name].state is not ConnState.UP:
             return
         sampler = GpuSampler(self.pool.get(name), interval_ms=int(interval_s * 1000))
-        async for snap in sampler.stream():
+        await sampler.watch(lambda snap: self._sampled(name, snap))
+
+    def _sampled(self, name: str, snap: GpuSnapshot) -> None:
+        view = self._views[name]
+        if snap.same and view.gpus is not None and view.gpus.problem is None:
+            view.gpus_at = time.monotonic()  # the very readings of the last sample: only the age moves
+        else:
             summary = GpuSummary.from_snapshot(snap)
-            if summary != self._views[name].gpus:
-                self._set(name, gpus=summary, gpus_at=time.monotonic())
+            if summary != view.gpus:
+                view = self._set(name, gpus=summary, gpus_at=time.monotonic())
             else:  # the same numbers: only the age changes; no change notice for an unchanged row
-                self._views[name] = replace(self._views[name], gpus_at=time.monotonic())
+                view.gpus_at = time.monotonic()
+        if self.on_sample is not None:
+            self.on_sample(view)
+
+    async def sample_once(self, name: str, timeout: float = 30.0) -> HostView:
+        """One reading of the host's GPUs now (`sgtui fleet --once`): the first sample of the same
+        long-lived stream `watch` uses, then the channel is closed. A host not up is left as it is."""
+        if self._views[name].state is not ConnState.UP:
+            return self._views[name]
+        first: asyncio.Future[GpuSnapshot] = asyncio.get_running_loop().create_future()
+
+        def got(snap: GpuSnapshot) -> None:
+            if not first.done():
+                first.set_result(snap)
+
+        watching = asyncio.ensure_future(GpuSampler(self.pool.get(name), interval_ms=1000).watch(got))
+        try:
+            snap = await asyncio.wait_for(asyncio.shield(first), timeout)
+        except TimeoutError:
+            return self._set(name, reason=f"nvidia-smi gave no answer within {timeout:g} s")
+        finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watching
+        return self._set(name, gpus=GpuSummary.from_snapshot(snap), gpus_at=time.monotonic())
 
     # --- containers and runs -----------------------------------------------------------------------
 
@@ -193,16 +254,23 @@ class Fleet:
         await asyncio.gather(*(self.refresh(n) for n in self.names if self._views[n].state is ConnState.UP))
         return self.views()
 
-    async def refresh(self, name: str) -> HostView:
-        """The host's containers and the runs recorded on the host and in each running container."""
+    async def refresh(self, name: str, *, containers: bool = True) -> HostView:
+        """The host's containers and the runs recorded on the host and in each running container.
+        `containers=False` keeps the containers found last time (one command less per host: `sgtui
+        fleet` re-lists runs every minute, containers less often)."""
         conn = self.pool.get(name)
-        try:
-            containers = tuple(await discover(conn))
-        except RemoteError as exc:
-            containers = ()
-            self._set(name, runs_problem=_one_line(exc))
+        containers_now = self._views[name].containers
+        if containers or name not in self._found:
+            try:
+                containers_now = tuple(await discover(conn))
+                self._found.add(name)
+            except RemoteError as exc:
+                containers_now = ()
+                self._set(name, runs_problem=_one_line(exc))
         targets: list[Target] = [HOST] + [
-            c.target for c in containers if c.status.lower() in ("running", "up") or c.status.startswith("Up")
+            c.target
+            for c in containers_now
+            if c.status.lower() in ("running", "up") or c.status.startswith("Up")
         ]
         found = await asyncio.gather(*(self._runs(conn, t) for t in targets), return_exceptions=True)
         runs: list[RunRecord] = []
@@ -213,14 +281,21 @@ class Fleet:
             else:
                 runs.extend(result)
         runs.sort(key=lambda r: r.id, reverse=True)
+        rows = await run_rows(conn, runs, self._runs_dir(name), self.serving)
         return self._set(
-            name, containers=containers, runs=tuple(runs), runs_problem="; ".join(problems) or None
+            name,
+            containers=containers_now,
+            runs=tuple(runs),
+            runs_problem="; ".join(problems) or None,
+            run_rows=rows,
         )
 
+    def _runs_dir(self, name: str) -> str | None:
+        config = self.pool.hosts.get(name)
+        return self.runs_dir or (config.runs_dir if config is not None else None)
+
     async def _runs(self, conn: Transport, target: Target) -> list[RunRecord]:
-        config = self.pool.hosts.get(conn.host.name)
-        runs_dir = self.runs_dir or (config.runs_dir if config is not None else None)
-        return await RunManager(conn, target, runs_dir).list_runs()
+        return await RunManager(conn, target, self._runs_dir(conn.host.name)).list_runs()
 
     async def close(self) -> None:
         for unsubscribe in self._unsubscribe:

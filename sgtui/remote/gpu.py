@@ -9,6 +9,7 @@ NVML is used directly. Problems are named states (core.nvsmi.GpuState), never ze
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
@@ -19,6 +20,7 @@ import asyncssh
 from sgtui.core.nvsmi import (
     QUERY_APPS_FIELDS,
     QUERY_GPU_FIELDS,
+    CycleParser,
     GpuProblem,
     GpuProcess,
     GpuReading,
@@ -28,7 +30,6 @@ from sgtui.core.nvsmi import (
     classify_failure,
     container_from_cgroup,
     parse_compute_apps,
-    parse_gpu_line,
     parse_query_gpu,
 )
 from sgtui.remote.connection import AuthError, HostKeyError, RemoteError, Transport
@@ -44,6 +45,7 @@ class GpuSnapshot:
     problem: GpuProblem | None = None
     unreadable: list[str] = field(default_factory=list)
     at: float = field(default_factory=time.time)
+    same: bool = False  # the very readings of the stream's previous snapshot (nothing changed)
 
 
 def query_gpu_command(interval_ms: int | None = None) -> str:
@@ -103,27 +105,6 @@ def parse_processes(text: str) -> tuple[list[GpuProcess], GpuProblem | None]:
     return procs, None
 
 
-class _CycleGrouper:
-    """nvidia-smi -lms prints one row per GPU per cycle; a row whose index does not increase starts the
-    next cycle, and a cycle is complete once it has as many rows as the last complete one."""
-
-    def __init__(self) -> None:
-        self.rows: list[GpuReading] = []
-        self.expected: int | None = None
-
-    def add(self, row: GpuReading) -> list[list[GpuReading]]:
-        done: list[list[GpuReading]] = []
-        if self.rows and row.index <= self.rows[-1].index:
-            done.append(self.rows)
-            self.expected = len(self.rows)
-            self.rows = []
-        self.rows.append(row)
-        if self.expected is not None and len(self.rows) == self.expected:
-            done.append(self.rows)
-            self.rows = []
-        return done
-
-
 class GpuSampler:
     """nvidia-smi over a host's connection (nvidia-smi runs on the host, where all GPUs are visible)."""
 
@@ -165,52 +146,105 @@ class GpuSampler:
         return procs
 
     async def stream(self) -> AsyncIterator[GpuSnapshot]:
-        """Snapshots every interval from one long-lived channel, re-opened when it drops.
+        """Snapshots every interval from one long-lived channel, re-opened when it drops (`watch`, through a
+        queue)."""
+        queue: asyncio.Queue[GpuSnapshot | None] = asyncio.Queue()
+        task = asyncio.ensure_future(self.watch(queue.put_nowait))
+        task.add_done_callback(lambda _t: queue.put_nowait(None))
+        try:
+            while (snap := await queue.get()) is not None:
+                yield snap
+            if not task.cancelled() and (exc := task.exception()) is not None:
+                raise exc
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def watch(self, on_snapshot: Callable[[GpuSnapshot], None]) -> None:
+        """Hand a snapshot to `on_snapshot` every interval, until cancelled, from one long-lived channel
+        re-opened when it drops; the readings are parsed in the connection's own callback (no task switch
+        per sample: what lets one process follow 500 hosts).
 
         Problems come as snapshots without GPUs: NO_DRIVER and the like (then retried every
-        `problem_retry_s`), UNREACHABLE while the connection is down (retried with backoff). Stray lines
-        (a chatty ~/.bashrc) are kept in `unreadable`, never mistaken for a failure once rows arrive.
+        `problem_retry_s`), UNREACHABLE while the connection is down (retried with backoff); a host key
+        or authentication failure ends the watch after its snapshot. Stray lines (a chatty ~/.bashrc) are
+        kept in `unreadable`, never mistaken for a failure once rows arrive.
         """
         delay = 0.05
+        quiet = min(0.25, max(self.interval_ms / 2000, 0.02))
         while True:
             problem: GpuProblem | None = None
             retry_in = delay
+            feed = _Feed(self.host, on_snapshot, quiet)
             try:
-                async with self.conn.stream(HOST.script(query_gpu_command(self.interval_ms))) as proc:
-                    grouper = _CycleGrouper()
-                    pending = b""
-                    bad: list[str] = []
-                    yielded = False
-                    while data := await proc.read(65536):
-                        *lines, pending = (pending + data).split(b"\n")
-                        for raw in lines:
-                            line = raw.decode("utf-8", "replace")
-                            row = parse_gpu_line(line)
-                            if row is None:
-                                if line.strip():
-                                    bad.append(line)
-                                continue
-                            for cycle in grouper.add(row):
-                                delay, yielded = 0.05, True
-                                yield GpuSnapshot(self.host, cycle, None, bad)
-                                bad = []
-                    if grouper.rows:
-                        yield GpuSnapshot(self.host, grouper.rows, None, bad)
-                    elif not yielded:
-                        text = "\n".join(bad)
-                        problem = classify_failure(text) or GpuProblem(
-                            GpuState.UNREADABLE, text[:200] or "nvidia-smi ended without output"
-                        )
-                        retry_in = self.problem_retry_s
+                await self.conn.stream_to(HOST.script(query_gpu_command(self.interval_ms)), feed.data)
+                feed.end()
+                if not feed.yielded:
+                    text = "\n".join(feed.parser.bad)
+                    problem = classify_failure(text) or GpuProblem(
+                        GpuState.UNREADABLE, text[:200] or "nvidia-smi ended without output"
+                    )
+                    retry_in = self.problem_retry_s
             except (HostKeyError, AuthError) as exc:
-                yield GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREACHABLE, str(exc)))
+                feed.end(emit=False)
+                on_snapshot(GpuSnapshot(self.host, [], GpuProblem(GpuState.UNREACHABLE, str(exc))))
                 return
             except (asyncssh.Error, OSError, RemoteError) as exc:
+                feed.end(emit=False)
                 problem = GpuProblem(GpuState.UNREACHABLE, str(exc))
+            except BaseException:
+                feed.end(emit=False)
+                raise
+            if feed.yielded:
+                delay = 0.05
+                retry_in = delay
             if problem is not None:
-                yield GpuSnapshot(self.host, [], problem)
+                on_snapshot(GpuSnapshot(self.host, [], problem))
             await asyncio.sleep(retry_in)
             delay = min(delay * 2, 2.0)
+
+
+class _Feed:
+    """One channel's output -> snapshots, called from the connection's data callback. The first cycle
+    has no row count yet: it is whole once the output has been quiet for `quiet` seconds (a timer)."""
+
+    def __init__(self, host: str, emit: Callable[[GpuSnapshot], None], quiet: float) -> None:
+        self.host = host
+        self.emit = emit
+        self.quiet = quiet
+        self.parser = CycleParser()
+        self.last: tuple[GpuReading, ...] | None = None
+        self.yielded = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    def data(self, data: bytes) -> None:
+        for cycle in self.parser.feed(data):
+            self._send(cycle)
+        if self.parser.expected is None:
+            if self._timer is not None:
+                self._timer.cancel()
+            if self.parser.open_rows:
+                self._timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet)
+
+    def _quiet(self) -> None:
+        self._timer = None
+        if self.parser.expected is None and self.parser.open_rows:
+            self._send(self.parser.close_cycle())
+
+    def _send(self, cycle: tuple[GpuReading, ...]) -> None:
+        bad, self.parser.bad = self.parser.bad, []
+        self.yielded = True
+        self.emit(GpuSnapshot(self.host, list(cycle), None, bad, same=cycle is self.last))
+        self.last = cycle
+
+    def end(self, *, emit: bool = True) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if emit and (rest := self.parser.leftover()):
+            self._send(rest)
 
 
 class NvmlSampler:

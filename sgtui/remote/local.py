@@ -75,6 +75,12 @@ class LocalTransport:
             sig, rc = _signal.Signals(-rc).name.removeprefix("SIG"), None
         return Result(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), rc, sig)
 
+    async def stream_to(self, command: str | RemoteCommand, on_data: Callable[[bytes], None]) -> None:
+        """`Connection.stream_to` here: each stdout chunk to `on_data` until the output ends."""
+        async with self.stream(command) as proc:
+            while data := await proc.read(65536):
+                on_data(data)
+
     @contextlib.asynccontextmanager
     async def stream(self, command: str | RemoteCommand, *, long_lived: bool = True) -> AsyncIterator[Stream]:
         stdin = None

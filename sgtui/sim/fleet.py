@@ -18,10 +18,17 @@ from pathlib import Path
 
 import asyncssh
 
-from sgtui.sim.host import HOST_NAME, SimHost, WrittenConfig
+from sgtui.sim.host import HOST_NAME, SimHost, WrittenConfig, write_configs
 from sgtui.sim.scenarios import DEFAULT_SCENARIO, MULTINODE_PROFILE, Scenario, get_scenario, multinode_profile
 
-MAX_HOSTS = 250  # 127.0.0.1 .. 127.0.0.250
+MAX_HOSTS = 1000  # 127.0.0.1 .. 127.0.0.254, then 127.0.1.1 ... (254 per /24 block)
+
+
+def host_address(number: int) -> str:
+    """Host N's own loopback address: 127.0.0.N up to 254, then on through 127.0.1.1, 127.0.2.1, ...
+    (the .0 and .255 of each block are skipped: never a host's address on a real /24)."""
+    block, offset = divmod(number - 1, 254)
+    return f"127.0.{block}.{offset + 1}"
 
 
 def host_name(number: int) -> str:
@@ -63,7 +70,7 @@ class SimFleet:
         own_addresses = count == 1 or loopback_aliases_work()
         self.hosts: list[SimHost] = []
         for number in range(1, count + 1):
-            address = f"127.0.0.{number}" if own_addresses else "127.0.0.1"
+            address = host_address(number) if own_addresses else "127.0.0.1"
             # own addresses: every host may listen on the same port; a shared address needs one port each
             port = base_port if own_addresses or not base_port else base_port + number - 1
             self.hosts.append(
@@ -112,7 +119,7 @@ class SimFleet:
         """Register every host (hosts.yaml entries, known_hosts lines, the shared key) and write the demo
         profiles: the first host's scenario profiles and, with two hosts or more, `multinode-demo`."""
         config_dir = Path(config_dir)
-        written = [host.write_config(config_dir, host.name) for host in self.hosts]
+        written = write_configs(config_dir, [(host.name, host) for host in self.hosts])
         profiles = list(written[0].profiles)
         if len(self.hosts) >= 2:
             path = config_dir / "profiles" / f"{MULTINODE_PROFILE}.yaml"

@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import yaml
 from sgtui.sim.install import host_env, install
 from sgtui.sim.ports import PortMap
 from sgtui.sim.scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
+from sgtui.sim.smi_stream import SmiStreams
 from sgtui.sim.sshserver import SimSSHServer
 from sgtui.sim.state import StateStore, proc_start_time
 
@@ -75,6 +77,7 @@ class SimHost:
         )
         if host != "127.0.0.1":
             self.server.loopback_alias = host
+        self.server.exec_hook = SmiStreams(self.state_dir).handler
         self._busy: list[socket.socket] = []
 
     @property
@@ -144,29 +147,11 @@ class SimHost:
     def write_config(self, config_dir: str | Path, name: str = HOST_NAME) -> WrittenConfig:
         """Make `name` reachable from sgtui: a hosts.yaml entry, the known_hosts line, the client key,
         and the scenario's profiles (existing profiles with the same file name are left alone)."""
-        config_dir = Path(config_dir)
-        config_dir.mkdir(parents=True, exist_ok=True)
-        key_file = config_dir / KEY_FILE
-        self.server.write_client_key(key_file)
-        known = config_dir / "known_hosts"
-        kept = []
-        if known.is_file():
-            prefix = f"[{self.host}]:{self.port} "
-            kept = [line for line in known.read_text().splitlines() if line and not line.startswith(prefix)]
-        known.write_text("\n".join([*kept, self.known_hosts_line()]) + "\n")
-        hosts_file = config_dir / "hosts.yaml"
-        hosts: dict[str, Any] = {}
-        if hosts_file.is_file():
-            loaded = yaml.safe_load(hosts_file.read_text(encoding="utf-8"))
-            hosts = loaded if isinstance(loaded, dict) else {}
-        hosts[name] = {
-            "hostname": self.host,
-            "port": self.port,
-            "user": "root",
-            "identity_file": str(key_file),
-            "known_hosts": str(known),
-        }
-        hosts_file.write_text(yaml.safe_dump(hosts, sort_keys=False), encoding="utf-8")
+        return write_configs(config_dir, [(name, self)])[0]
+
+    def _write_profiles(
+        self, config_dir: Path, name: str, hosts_file: Path, known: Path, key_file: Path
+    ) -> WrittenConfig:
         profiles_dir = config_dir / "profiles"
         profiles_dir.mkdir(exist_ok=True)
         written = []
@@ -176,6 +161,37 @@ class SimHost:
                 path.write_text(text.replace("host: sim\n", f"host: {name}\n", 1), encoding="utf-8")
             written.append(path)
         return WrittenConfig(hosts_file, known, key_file, written)
+
+
+def write_configs(config_dir: str | Path, named: Sequence[tuple[str, SimHost]]) -> list[WrittenConfig]:
+    """Register many hosts at once: hosts.yaml and known_hosts are read and written once for all of them
+    (500 simulated hosts one by one re-read a growing file 500 times), then each host's profiles."""
+    config_dir = Path(config_dir)
+    config_dir.mkdir(parents=True, exist_ok=True)
+    key_file = config_dir / KEY_FILE
+    for _name, host in named[:1]:  # a fleet shares one client key
+        host.server.write_client_key(key_file)
+    known = config_dir / "known_hosts"
+    prefixes = tuple(f"[{host.host}]:{host.port} " for _name, host in named)
+    kept = []
+    if known.is_file():
+        kept = [line for line in known.read_text().splitlines() if line and not line.startswith(prefixes)]
+    known.write_text("\n".join([*kept, *(host.known_hosts_line() for _n, host in named)]) + "\n")
+    hosts_file = config_dir / "hosts.yaml"
+    hosts: dict[str, Any] = {}
+    if hosts_file.is_file():
+        loaded = yaml.safe_load(hosts_file.read_text(encoding="utf-8"))
+        hosts = loaded if isinstance(loaded, dict) else {}
+    for name, host in named:
+        hosts[name] = {
+            "hostname": host.host,
+            "port": host.port,
+            "user": "root",
+            "identity_file": str(key_file),
+            "known_hosts": str(known),
+        }
+    hosts_file.write_text(yaml.safe_dump(hosts, sort_keys=False), encoding="utf-8")
+    return [host._write_profiles(config_dir, name, hosts_file, known, key_file) for name, host in named]
 
 
 def _hold_port(port: int, address: str = "127.0.0.1") -> socket.socket | None:

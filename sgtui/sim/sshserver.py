@@ -22,6 +22,7 @@ import asyncssh
 from sgtui.sim.ports import is_own_address
 
 OnClose = Literal["pipes", "killpg"]
+ExecHook = Callable[[str], Callable[[Callable[[bytes], None], Callable[[], bool]], Awaitable[int]] | None]
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -58,6 +59,14 @@ class _ExecSession(asyncssh.SSHServerSession):  # type: ignore[misc]
     async def _run(self) -> None:
         assert self._chan is not None and self._command is not None
         chan = self._chan
+        hook = self._server.exec_hook
+        served = hook(self._command) if hook is not None else None
+        if served is not None:  # the host answers this command itself (SimHost: nvidia-smi loops)
+            rc = await served(self._write_out, lambda: self._chan is not None and not chan.is_closing())
+            if chan.get_extra_info("connection") is not None:
+                with contextlib.suppress(OSError, asyncssh.Error):
+                    chan.exit(rc)
+            return
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 "bash",
@@ -105,6 +114,11 @@ class _ExecSession(asyncssh.SSHServerSession):  # type: ignore[misc]
                 continue  # keep draining so the process is not blocked; the data has nowhere to go
             with contextlib.suppress(OSError, asyncssh.Error):
                 write(data)
+
+    def _write_out(self, data: bytes) -> None:
+        if self._chan is not None and not self._chan.is_closing():
+            with contextlib.suppress(OSError, asyncssh.Error):
+                self._chan.write(data)
 
     def _feed_stdin(self, data: bytes) -> None:
         if self._proc and self._proc.stdin and not self._proc.stdin.is_closing():
@@ -190,6 +204,7 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
         self.conn = conn
         self._server._conns.add(conn)
+        _no_ignore_packets(conn)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.conn is not None:
@@ -245,6 +260,25 @@ class _ServerConn(asyncssh.SSHServer):  # type: ignore[misc]
         if host == dest_host and port == dest_port:
             return True
         return _forward_to(host, port)
+
+
+def _no_ignore_packets(conn: asyncssh.SSHServerConnection) -> None:
+    """Send what OpenSSH's sshd sends: asyncssh puts an empty SSH_MSG_IGNORE before every packet once
+    encryption is on (`SSHConnection.send_packet`), which doubles the packets a client receives for each
+    stdout chunk; sshd does not, and a fleet benchmark against the sim would charge the client for
+    them. Only those empty ignore packets are dropped, on this server's connections."""
+    send = conn.send_packet
+
+    def send_packet(pkttype: int, *args: bytes, **kwargs: Any) -> None:
+        if pkttype == _MSG_IGNORE and args == (_EMPTY_STRING,):
+            return
+        send(pkttype, *args, **kwargs)
+
+    conn.send_packet = send_packet
+
+
+_MSG_IGNORE = 2  # RFC 4253 section 11.2
+_EMPTY_STRING = b"\0\0\0\0"  # an SSH string of length 0
 
 
 def _forward_to(host: str, port: int) -> Callable[[asyncssh.SSHReader, asyncssh.SSHWriter], Awaitable[None]]:
@@ -311,6 +345,9 @@ class SimSSHServer:
         self.kbdint_only = kbdint_only  # ask the password through keyboard-interactive, as PAM setups do
         self.loopback_alias: str | None = None  # a fleet host's own address, which its "127.0.0.1" means
         self.login_delay = 0.0  # seconds each login waits before auth (network latency, for benchmarks)
+        # command -> a coroutine function (write, is_open) -> exit code that answers it in-process, or
+        # None for bash (SimHost serves its nvidia-smi loops so: `sim/smi_stream.py`)
+        self.exec_hook: ExecHook | None = None
         self.port_map = port_map
         self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
         self.client_key = client_key or asyncssh.generate_private_key("ssh-ed25519")

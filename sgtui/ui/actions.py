@@ -83,6 +83,12 @@ class Actions(Base):
         log = self.main.query_one(LogView)
         log.set_following(not log.following)
 
+    def action_sort_hosts(self) -> None:
+        """o: the hosts tab in configured order, or with the most free GPU memory first."""
+        self.action_tab("targets")
+        order = self.fleet_pane.cycle_order()
+        self.notify(f"hosts: {order} order", timeout=3)
+
     def action_first_error(self) -> None:
         self.action_tab("log")
         if not self.main.query_one(LogView).jump_to_first_error():

@@ -36,6 +36,7 @@ from sgtui.ui.routing import HostRouting
 from sgtui.ui.run_routing import RunRouting
 from sgtui.ui.serving_routing import ServingRouting
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
+from sgtui.ui.session.fleet import FitNeed
 from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
 from sgtui.ui.views import RunView
 from sgtui.ui.widgets.footer import SgtuiFooter
@@ -96,6 +97,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         Binding("u", "unfollow", "stop following", id="unfollow", show=False),
         Binding("f", "follow", "follow", id="follow", show=False),
         Binding("x", "first_error", "first error", id="first-error", show=False),
+        Binding("o", "sort_hosts", "sort hosts", id="sort-hosts", show=False),
         Binding("b", "bench", "load probe", id="bench", show=False),
         Binding("1", "tab('targets')", "hosts", id="tab-targets", show=False),
         Binding("2", "tab('flags')", "flags", id="tab-flags", show=False),
@@ -162,6 +164,10 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
     @property
     def fit_report(self) -> dict[str, Any] | None:
         return self.deployment.fit_report
+
+    def fit_need(self) -> FitNeed | None:
+        """What the launch in view needs of a host (the hosts tab marks the hosts that have it)."""
+        return FitNeed.from_fit(self.fit_report, self.deployment.fit_inputs.n_gpus)
 
     @property
     def session(self) -> RunSession | None:
@@ -248,6 +254,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         self.sub_title = d.title
         self.fleet_pane.state_of = self.state_of
         self.fleet_pane.runs_silence = lambda name: host_runs_silence(self, name)
+        self.fleet_pane.fit_need = self.fit_need
         self.fleet_pane.rates = self.host_rates
         pane = self.log_pane
         pane.log.focus()

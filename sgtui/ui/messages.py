@@ -70,6 +70,14 @@ class GpuSampled(Message):
         self.t = t
 
 
+class GpusSampled(Message):
+    """Several hosts' samples at once (the controller batches them: one message, not one per host)."""
+
+    def __init__(self, samples: list[GpuSampled]) -> None:
+        super().__init__()
+        self.samples = samples
+
+
 class RunsListed(Message):
     """The runs recorded on one target of a host (`error`: why they could not be listed)."""
 

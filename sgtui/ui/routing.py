@@ -177,6 +177,10 @@ class HostRouting(Base):
         self.deployment.set_model(message.got, message.error)
         self.flags.schedule_fit()
 
+    def on_gpus_sampled(self, message: m.GpusSampled) -> None:
+        for sample in message.samples:
+            self.on_gpu_sampled(sample)
+
     def on_gpu_sampled(self, message: m.GpuSampled) -> None:
         if not self.is_running:
             return

@@ -21,7 +21,7 @@ from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
 from sgtui.ui.session.ages import age_text
-from sgtui.ui.session.fleet import FleetState, HostModel
+from sgtui.ui.session.fleet import FitNeed, FleetState, HostModel
 from sgtui.ui.status_line import host_silence, stale_text
 from sgtui.ui.views import ContainerView, RunView
 from sgtui.ui.widgets.gpu_sparkline import bar_for, level_style
@@ -74,9 +74,18 @@ def gpu_text(host: HostModel) -> Text:
         return Text(summary.problem[:40], style="yellow")
     text = Text()
     text.append(f"GPU {summary.busy}/{summary.count} ")
+    free = host.free_gpus() or 0
+    text.append(f"free {free} ", style="bold" if free else "dim")
+    bars, style = "", None  # neighbours of one style are one span: fewer segments to draw per row
     for g in host.gpus[:MAX_BARS]:
         if g.total_mib and not g.note:
-            text.append(bar_for(g.used_mib, g.total_mib), style=level_style(g.used_mib / g.total_mib))
+            level = level_style(g.used_mib / g.total_mib)
+            if bars and level != style:
+                text.append(bars, style=style)
+                bars = ""
+            bars, style = bars + bar_for(g.used_mib, g.total_mib), level
+    if bars:
+        text.append(bars, style=style)
     frac = summary.used_mib / summary.total_mib if summary.total_mib else 0.0
     text.append(f" {summary.used_mib / 1024:.1f}", style=level_style(frac))
     text.append(f"/{summary.total_mib / 1024:.0f} GiB")
@@ -105,11 +114,14 @@ def host_label(
     runs: tuple[int, str | None] = (0, None),
     width: int = NAME_WIDTH,
     silence: float | None = None,
+    fits: bool = False,
 ) -> Text:
-    """`silence`: how long the host's live runs' health has gone unconfirmed (a frozen link), else None."""
+    """`silence`: how long the host's live runs' health has gone unconfirmed (a frozen link), else None.
+    `fits`: the launch in view has room here (`HostModel.fits`): the name in green and "✓ fits" after
+    the GPUs."""
     mark, style = STATE_MARK.get(host.state, ("?", "dim"))
     text = Text(f"{mark} ", style=style)
-    text.append(Text(host.name.ljust(width), style="bold"))
+    text.append(Text(host.name.ljust(width), style="bold green" if fits else "bold"))
     state = host.state
     age = age_text(host.state_age)
     text.append(f" {state}", style=style)
@@ -122,6 +134,8 @@ def host_label(
             gpus.stylize("dim")
             gpus.append(f" {age_text(quiet)} ago", style="bold yellow")
         text.append(gpus)
+        if fits:
+            text.append(" ✓ fits", style="bold green")
         text.append("  ")
         text.append(runs_text(*runs, silence))
     elif state == "lost" and host.gpus:  # the last values known, greyed: they are no longer live
@@ -151,8 +165,20 @@ def container_label(c: ContainerView, live: bool = True) -> Text:
     return text
 
 
+def _set_label(node: TreeNode[Pick], label: Text) -> None:
+    """`TreeNode.set_label` without the repaint message it queues per node (each scanning the lines on
+    screen): the pane relabels the rows on screen each second and repaints the tree once. The node's
+    update count is what Tree's line cache keys on, so the row is drawn anew."""
+    node._label = node.tree.process_label(label)
+    node._updates += 1
+
+
 def matches(needle: str, *haystack: str) -> bool:
     return not needle or any(needle in h.lower() for h in haystack)
+
+
+HIDDEN_ROWS = 60  # rows kept labelled while the hosts tab is not shown
+ORDERS = ("configured", "free memory")  # `o` cycles; "free memory": most free GPU memory first
 
 
 class FleetPane(Vertical):
@@ -171,13 +197,18 @@ class FleetPane(Vertical):
         self.fleet = fleet
         self.state_of: StateOf = lambda run: run.state
         self.runs_silence: Silence = lambda name: None
+        self.fit_need: Callable[[], FitNeed | None] = lambda: None
+        self.order = ORDERS[0]
+        self._sorted: list[str] | None = None  # the free-memory order, as of the last sort
+        self._generation = 0  # refresh_fleet calls; a label made for an older one is stale
+        self._drawn: dict[str, int] = {}  # host -> the generation its row's label was made for
         self.rates: Callable[[str], str] = lambda name: ""  # host -> its ready runs' tokens/s, or ""
         self.unfolded: set[str] = set()
         self._host_nodes: dict[str, TreeNode[Pick]] = {}
         self._shape: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter hosts and containers", id="host-filter")
+        yield Input(placeholder="filter hosts by name or state, and containers", id="host-filter")
         tree: Tree[Pick] = Tree("hosts", id="host-tree")
         tree.show_root = False
         tree.auto_expand = True
@@ -189,31 +220,74 @@ class FleetPane(Vertical):
 
     @property
     def hosts(self) -> dict[str, HostModel]:
-        return self.fleet.hosts
+        """The hosts with a row: a second name for a machine already shown is "also reachable as" on it."""
+        return self.fleet.shown()
+
+    def on_mount(self) -> None:
+        self.watch(self.tree, "scroll_y", self._relabel_visible, init=False)
+
+    def on_resize(self) -> None:
+        self._generation += 1
+        self.call_after_refresh(self._relabel_visible)
 
     def refresh_fleet(self) -> None:
-        """Redraw from the fleet state: labels in place when only values changed (ages, GPUs, runs),
-        the whole tree when hosts, containers or the filter did."""
+        """Redraw from the fleet state: the labels on screen in place when only values changed (ages,
+        GPUs, runs: 500 hosts relabelled every second would hold the app up; a row scrolled into view is
+        relabelled then), the whole tree when hosts, containers, states, the order or the filter did."""
         needle = self.query_one("#host-filter", Input).value.strip().lower()
         shape = (
             needle,
-            tuple(
-                (n, h.containers_error, tuple(h.containers), h.state == "connected")
-                for n, h in self.fleet.shown().items()
-            ),
+            self.order,
+            tuple((n, h.containers_error, tuple(h.containers), h.state) for n, h in self.hosts.items()),
         )
+        self._generation += 1  # every label on screen is made again (ages moved)
         if shape != self._shape:
             self._shape = shape
             self._rebuild(needle)
             return
-        width = self._name_width()
-        for name, node in self._host_nodes.items():
-            node.set_label(self._label(name, width))
+        self._relabel_visible()
 
-    def _label(self, name: str, width: int) -> Text:
+    def _relabel_visible(self, _scroll: float = 0.0) -> None:
+        """The host rows on screen not yet labelled for this tick get their label; one repaint."""
+        tree = self.tree
+        width, need = self._name_width(), self.fit_need()
+        top = int(tree.scroll_offset.y)
+        changed = False
+        # a hidden tab has no height: its first rows are kept current, so that it opens current
+        for line in range(top, top + (tree.size.height or HIDDEN_ROWS)):
+            node = tree.get_node_at_line(line)
+            if node is None:
+                break
+            if node.data is None or node.data.container is not None:
+                continue
+            if self._drawn.get(node.data.host) != self._generation:
+                self._drawn[node.data.host] = self._generation
+                _set_label(node, self._label(node.data.host, width, need))
+                changed = True
+        if changed:
+            tree.refresh()
+
+    def cycle_order(self) -> str:
+        """`o`: configured order <-> most free GPU memory first (sorted now; `o` twice sorts again)."""
+        self.order = ORDERS[(ORDERS.index(self.order) + 1) % len(ORDERS)]
+        self._sorted = None
+        self.refresh_fleet()
+        return self.order
+
+    def _names(self) -> list[str]:
+        if self.order == ORDERS[0]:
+            return list(self.hosts)
+        if self._sorted is None or set(self._sorted) != set(self.hosts):
+            connected = {n: h.state == "connected" for n, h in self.hosts.items()}
+            hosts = self.hosts
+            self._sorted = sorted(hosts, key=lambda n: (not connected[n], -hosts[n].free_mib()))
+        return self._sorted
+
+    def _label(self, name: str, width: int, need: FitNeed | None = None) -> Text:
         health = self.fleet.run_health(name, self.state_of)
-        label = host_label(self.hosts[name], health, width, self.runs_silence(name))
-        rate = self.rates(name) if self.hosts[name].state == "connected" else ""
+        host = self.fleet.hosts[name]
+        label = host_label(host, health, width, self.runs_silence(name), host.fits(need))
+        rate = self.rates(name) if host.state == "connected" else ""
         return label.append(f" · {rate}", style="cyan") if rate else label
 
     def _name_width(self) -> int:
@@ -225,14 +299,17 @@ class FleetPane(Vertical):
         tree.clear()
         self._host_nodes = {}
         target_line = None
-        width = self._name_width()
-        for name, host in self.fleet.shown().items():
+        width, need = self._name_width(), self.fit_need()
+        shown = self.hosts
+        for name in self._names():
+            host = shown[name]
             kids = [
                 c for c in host.containers if matches(needle, name, c.label, c.status, c.name, host.address)
             ]
-            if not kids and not matches(needle, name, host.address, host.source, *host.also):
+            if not kids and not matches(needle, name, host.address, host.source, host.state, *host.also):
                 continue
-            label = self._label(name, width)
+            label = self._label(name, width, need)
+            self._drawn[name] = self._generation
             unfold = name in self.unfolded or bool(needle and kids)
             node = tree.root.add(label, data=Pick(name, None), expand=unfold)
             self._host_nodes[name] = node

@@ -26,6 +26,29 @@ class GpuSummary:
     problem: str = ""  # nvidia-smi missing, no driver, ...: said instead of numbers
 
 
+@dataclass(frozen=True)
+class FitNeed:
+    """What the launch in view needs of a host: `n_gpus` GPUs, each at least `min_total_mib` big (the
+    size the fit was computed for) with `per_gpu_mib` free (mem-fraction-static of it: SGLang's static
+    allocation takes that share of each GPU, `core/fit`)."""
+
+    n_gpus: int
+    per_gpu_mib: int
+    min_total_mib: int
+
+    @classmethod
+    def from_fit(cls, report: dict[str, object] | None, n_gpus: int | None) -> FitNeed | None:
+        """From a fit report's JSON (`FitReport.to_json`); None when the fit fails or says too little."""
+        if not report or report.get("verdict") == "fails":
+            return None
+        total, mfs = report.get("gpu_total_gib"), report.get("mem_fraction_static")
+        if not isinstance(total, int | float) or not isinstance(mfs, int | float) or total <= 0:
+            return None
+        count = n_gpus or report.get("n_gpus") or report.get("tp_size") or 1
+        total_mib = int(total * 1024)
+        return cls(int(count), int(total_mib * mfs), int(total_mib * 0.99))  # 1 %: sizes as reported
+
+
 @dataclass
 class HostModel:
     name: str
@@ -73,6 +96,26 @@ class HostModel:
             sum(g.used_mib for g in usable),
             sum(g.total_mib for g in usable),
         )
+
+    def _free(self) -> list[GpuView]:
+        usable = [g for g in self.gpus if g.total_mib and not g.note]
+        return [g for g in usable if g.used_mib <= BUSY_MIB and not g.processes]
+
+    def free_gpus(self) -> int | None:
+        """GPUs nobody uses (the same rule as `busy`), None before a reading or with a GPU problem."""
+        summary = self.gpu_summary()
+        return None if summary is None or summary.problem else len(self._free())
+
+    def free_mib(self) -> int:
+        """Free GPU memory over all GPUs (the hosts tab's sort key); 0 without a reading."""
+        return sum(g.total_mib - g.used_mib for g in self.gpus if g.total_mib and not g.note)
+
+    def fits(self, need: FitNeed | None) -> bool:
+        """`need.n_gpus` GPUs here, each big enough with enough of it free, on a connected host."""
+        if need is None or self.state != "connected":
+            return False
+        big = [g for g in self.gpus if g.total_mib >= need.min_total_mib and not g.note]
+        return sum(1 for g in big if g.total_mib - g.used_mib >= need.per_gpu_mib) >= need.n_gpus
 
     def set_runs(self, target: str, runs: list[RunView]) -> None:
         self.runs_by_target[target] = runs

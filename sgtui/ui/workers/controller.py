@@ -25,6 +25,8 @@ from sgtui.ui.workers.follow import Follower
 
 RECONNECT_S = (1.0, 2.0, 5.0, 10.0)
 CONNECT_PARALLEL = 8  # SSH handshakes at once when the app opens every configured host
+GPU_BATCH_S = 0.1  # GPU samples of all hosts go to the app together, at most this often (500 hosts at 1 Hz
+# as 500 messages a second kept the app's queue busy enough to delay keys; as ten, they do not)
 PREFLIGHT_TIMEOUT_S = 20.0  # the target checks before a launch; past it the question says they did not run
 
 
@@ -36,6 +38,8 @@ class Controller:
         self._tails: dict[str, list[Worker[Any]]] = {}
         self._listing = 0  # numbers each runs listing asked for
         self._listed: dict[tuple[str, str], int] = {}  # per host and target: the newest listing posted
+        self._gpu_batch: list[m.GpuSampled] = []  # samples not yet posted, in order
+        self._gpu_flush: asyncio.TimerHandle | None = None
 
     def post(self, message: Message) -> None:
         self.app.post_message(message)
@@ -132,12 +136,25 @@ class Controller:
                 async for gpus in self.backend.gpu_samples(host):
                     delays = iter(RECONNECT_S)
                     clock = getattr(self.app, "clock", time.monotonic)  # the app's clock: ages agree
-                    self.post(m.GpuSampled(host, gpus, clock()))
+                    self._sampled(m.GpuSampled(host, gpus, clock()))
             except asyncio.CancelledError:
                 raise
             except Exception:
                 pass
             await asyncio.sleep(next(delays, RECONNECT_S[-1]))
+
+    def _sampled(self, sample: m.GpuSampled) -> None:
+        """Into the next batch (every sample, in order: the histories keep each one)."""
+        self._gpu_batch.append(sample)
+        if self._gpu_flush is None:
+            self._gpu_flush = asyncio.get_running_loop().call_later(GPU_BATCH_S, self._flush_gpus)
+
+    def _flush_gpus(self) -> None:
+        batch, self._gpu_batch, self._gpu_flush = self._gpu_batch, [], None
+        if len(batch) == 1:
+            self.post(batch[0])
+        elif batch:
+            self.post(m.GpusSampled(batch))
 
     def list_runs(self, host: str, target: ContainerView | None, runs_dir: str | None = None) -> None:
         """`runs_dir`: a profile's own (its launches go there), else hosts.yaml's or the per-user default."""
