@@ -91,8 +91,9 @@ async def shoot(out: Path, size: tuple[int, int]) -> list[Path]:
             await pilot.press("y")
             await until(pilot, lambda: app.run_state == "failed", 60, "the failure")
             await save("failure-diagnosis")
-            await pilot.press("a")
-            await until(pilot, lambda: app.form.values().get("--max-running-requests") == 8, 10, "the fix")
+            before = dict(app.form.values())
+            await pilot.press("a")  # the diagnosis's first fix, the one the fit ranks first
+            await until(pilot, lambda: dict(app.form.values()) != before, 10, "the fix")
             await pilot.press("r")
             await pilot.pause(0.5)
             if isinstance(app.screen, (FitConfirmScreen, ConfirmScreen)):  # a tight or unknown fit asks

@@ -52,15 +52,11 @@ class SimEngine:
     def __init__(
         self, log_line: Callable[..., None], version: str, values: dict[str, Any], model: str
     ) -> None:
-        from sgtui.core.sglang.windows import serving_rules
-
         self.log_line = lambda text: log_line(text, 0)  # the scheduler's lines carry TP0's prefix
         self.model = str(values.get("--served-model-name") or model)
         self.max_running = int(values.get("--max-running-requests") or 32)
         self.kv_tokens = int(values.get("--max-total-tokens") or 60000)
-        heading = serving_rules(version).batch_heading
-        self.sep = ". " if heading.startswith(r"(?P<kind>Prefill|Decode) batch\.") else ", "
-        self.iter_tag = r"\[\d+\], " in heading and "(?:" not in heading  # 0.5.4: "batch [N], "
+        self.version = version
         self.fails = os.environ.get("SGTUI_SIM_GENERATION") == "fail"
         self.lock = threading.Condition()
         self.running = 0
@@ -74,9 +70,7 @@ class SimEngine:
     # --- the batch ----------------------------------------------------------------------------------
 
     def _heading(self, kind: str) -> str:
-        if self.iter_tag:
-            return f"{kind} batch [{self.steps}], "
-        return f"{kind} batch{self.sep}"
+        return batch_heading(self.version, kind, self.steps)
 
     def _admit(self, req: Request) -> None:
         need = req.input_tokens + req.max_new_tokens
@@ -205,3 +199,14 @@ class _Metrics:
                              registry=r)  # fmt: skip
         for g in (self.running, self.queued, self.usage, self.used, self.gen_throughput, self.hit):
             g.labels(**self.sched).set(0)
+
+
+def batch_heading(version: str | None, kind: str, step: int = 0) -> str:
+    """"Prefill batch. " / "Prefill batch [N], " / "Prefill batch, " as `version`'s scheduler writes it."""
+    from sgtui.core.sglang.windows import serving_rules
+
+    heading = serving_rules(version).batch_heading
+    if r"\[\d+\], " in heading and "(?:" not in heading:  # 0.5.4: "batch [N], "
+        return f"{kind} batch [{step}], "
+    sep = ". " if heading.startswith(r"(?P<kind>Prefill|Decode) batch\.") else ", "
+    return f"{kind} batch{sep}"

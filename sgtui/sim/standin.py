@@ -28,6 +28,7 @@ from sgtui.sim import logfmt
 from sgtui.sim.http_api import make_http_server
 from sgtui.sim.plan import model_folder, radix_conflict, server_arg_notes, shard_count
 from sgtui.sim.ports import PortMap
+from sgtui.sim.serving_engine import batch_heading
 from sgtui.sim.standin_launch import PHASES, Log, Terminated
 from sgtui.sim.standin_startup import Startup
 
@@ -127,8 +128,8 @@ class StandIn(Startup):
         info = serving_rules(self.version).model_info_path  # the warmup asks the release's own name
         log.line(f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "GET {info} HTTP/1.1" 200 OK')
         log.line(
-            "Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
-            "#running-req: 0, #queue-req: 0, ",
+            f"{batch_heading(self.version, 'Prefill')}#new-seq: 1, #new-token: 6, #cached-token: 0, "
+            "token usage: 0.00, #running-req: 0, #queue-req: 0, ",
             0,
         )
         self.sleep(PHASES["warmup"] / 2)
