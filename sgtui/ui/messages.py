@@ -89,6 +89,17 @@ class RunsListed(Message):
         self.error = error
 
 
+class RunChecked(Message):
+    """The host's word on a followed run's node that its target's listing no longer has (its run dir was
+    removed): `exit` is the backend's `RunExit`, None when it could not be asked."""
+
+    def __init__(self, key: str, rank: int, exit: Any) -> None:
+        super().__init__()
+        self.key = key
+        self.rank = rank
+        self.exit = exit
+
+
 class ModelConfigRead(Message):
     """The model's config.json from the target, for the fit; `error` when it could not be read."""
 

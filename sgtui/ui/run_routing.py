@@ -22,6 +22,7 @@ else:
     Base = object
 
 
+UNLISTED_NOTE = "no longer in its host's listing of runs"  # when the host gives no reason of its own
 STOP_SAID_S = 5.0  # how long a stop's last word stays on the log's status line
 
 
@@ -49,7 +50,12 @@ class RunRouting(Base):
                 timeout=12,
             )
             return
-        host.set_runs(message.target, message.runs)
+        # a followed run its listing dropped (its run dir was removed) keeps its row, from the record in hand
+        kept = self.followed.unlisted(host.runs_by_target.get(message.target, []), message.runs)
+        host.set_runs(message.target, [*message.runs, *(row for _, _, row in kept)])
+        for session, rank, row in kept:
+            if not session.nodes[rank].note:  # asked once: the host's note is then the node's
+                self.controller.check_unlisted(session.key, rank, row)
         for r in message.runs:  # one line per refused record, once: listed, never reattached or signalled
             why = getattr(r.raw, "foreign", None)
             if r.state == "foreign" and why and r.run_id not in self._refusals_told:
@@ -79,6 +85,17 @@ class RunRouting(Base):
                 self.follow(run, None, fresh=False, view=view)
         self.draw_runs()
         self.fleet_pane.refresh_fleet()
+
+    def on_run_checked(self, message: m.RunChecked) -> None:
+        """The host's word on a followed node its listing dropped: its note ("its run dir ... was removed")
+        on the row, the status line and the diagnosis panel, while the run lives too."""
+        session = self.followed.get(message.key) if self.is_running else None
+        if session is None or message.rank not in session.nodes:
+            return
+        note = message.exit.note if message.exit is not None else ""
+        session.set_note(message.rank, note or UNLISTED_NOTE)
+        self.draw_runs()
+        self.draw_status()
 
     def draw_runs(self) -> None:
         runs = [

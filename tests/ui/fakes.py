@@ -61,6 +61,7 @@ class FakeBackend:
     launched: list[Any] = field(default_factory=list)
     exit_codes: dict[str, int] = field(default_factory=dict)  # run id -> its exit code once the log ends
     exit_notes: dict[str, str] = field(default_factory=dict)  # run id -> the host's note once it ended
+    running_notes: dict[str, str] = field(default_factory=dict)  # run id -> the host's note while it runs
     stopped: list[str] = field(default_factory=list)
     gpu_wait_lines: list[str] = field(default_factory=lambda: ["GPU0 still holds 31.2 GiB (pid 4242)"])
     hold_tail: bool = False
@@ -159,6 +160,8 @@ class FakeBackend:
         return (await self.run_exit(run)).state
 
     async def run_exit(self, run: RunView) -> RunExit:
+        if run.run_id in self.running_notes:  # still running, with the host's word (its run dir removed)
+            return RunExit("running", None, self.running_notes[run.run_id])
         rc = self.exit_codes.get(run.run_id)
         note = self.exit_notes.get(run.run_id, "")
         # as remote_views.run_state_name: gone without an exit code (and no stop recorded) is dead

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
-from sgtui.ui.session.run import NOTIFIED, RunSession
+from sgtui.ui.session.run import NOTIFIED, RunSession, rank_of
 from sgtui.ui.views import RunView
 
 MAX_FOLLOWED = 16  # beyond this the oldest ended run is let go (each keeps up to max_lines of log)
@@ -34,6 +35,22 @@ class FollowedRuns:
         session = self._sessions.get(run.run_id)
         node = session.nodes.get(run.node_rank or 0) if session is not None else None
         return run.note or (node.note if node is not None else "")
+
+    def unlisted(self, before: list[RunView], listed: list[RunView]) -> list[tuple[RunSession, int, RunView]]:
+        """The followed nodes a target's previous listing (`before`) had and its new one lacks (their run
+        dir was removed): (session, rank, row kept from the record in hand, with its state as the session
+        knows it once it ended, and its note)."""
+        now = {(r.run_id, rank_of(r)) for r in listed}
+        kept = []
+        for row in before:
+            session = self._sessions.get(row.run_id)
+            rank = rank_of(row)
+            if session is None or rank not in session.nodes or (row.run_id, rank) in now or row.foreign:
+                continue
+            node = session.nodes[rank]
+            state = row.state if session.alive else session.state
+            kept.append((session, rank, dataclasses.replace(row, state=state, note=node.note or row.note)))
+        return kept
 
     def add(self, session: RunSession) -> list[RunSession]:
         """Follow `session` (replacing one with the same key); returns the sessions let go to stay

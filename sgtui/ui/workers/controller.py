@@ -232,6 +232,19 @@ class Controller:
         is given that long)? Posts FailedStillRunning when one of its nodes is."""
         self._worker(self._failed_alive(key, runs, settle), f"alive:{key}", f"alive:{key}", exclusive=True)
 
+    def check_unlisted(self, key: str, rank: int, run: RunView) -> None:
+        """Ask the host about a followed node its listing dropped (`RunExit`, from the record in hand: the
+        remote side tells a removed run dir by pid, start time and boot id); posts RunChecked."""
+        name = f"unlisted:{key}:{rank}"
+        self._worker(self._unlisted(key, rank, run), name, name, exclusive=True)
+
+    async def _unlisted(self, key: str, rank: int, run: RunView) -> None:
+        try:
+            exit = await self.backend.run_exit(run)
+        except Exception:
+            exit = None
+        self.post(m.RunChecked(key, rank, exit))
+
     async def _failed_alive(self, key: str, runs: list[RunView], settle: float) -> None:
         await asyncio.sleep(settle)
         try:
