@@ -15,7 +15,13 @@ PROFILE = "qwen36-27b-2xa6000-mrr8.yaml"
 def test_a_port_in_use_launch_says_the_server_still_runs_and_stops_it(tmp_path: Path) -> None:
     with running_sim_host(tmp_path, "--scenario", "port-in-use") as host:
         profile = host.profile(PROFILE)
-        watched = sgtui("launch", str(profile), "--watch", "--timeout", "60", config_dir=tmp_path, timeout=90)
+        # the preflight refuses a port in use (exit 3); a forced launch, or a port taken between the preflight
+        # and the bind, is what reaches SGLang's bind error
+        refused = sgtui("launch", str(profile), config_dir=tmp_path, timeout=90)
+        assert refused.returncode == 3 and "port: FAILED" in refused.stdout, refused.stdout + refused.stderr
+        watched = sgtui(
+            "launch", str(profile), "--force", "--watch", "--timeout", "60", config_dir=tmp_path, timeout=90
+        )
         out = watched.stdout
         assert watched.returncode == 1, out + watched.stderr
         failed = next(line for line in out.splitlines() if "] failed: " in line)
@@ -29,6 +35,7 @@ def test_a_port_in_use_launch_says_the_server_still_runs_and_stops_it(tmp_path: 
         events = sgtui(
             "launch",
             str(profile),
+            "--force",
             "--watch",
             "--json-events",
             "--timeout",
