@@ -140,6 +140,15 @@ async def test_pruning_keeps_the_newest_ended_runs_and_never_a_running_or_a_fore
     quick.chmod(0o755)
     mgr = RunManager(conn, Target(), str(tmp_path / "runs"), keep_runs=2)
     live = await mgr.launch([str(server_script)])
+    try:
+        await _prune_around(mgr, live, quick, tmp_path, victim)
+    finally:
+        await mgr.stop(live, grace=0.2)  # the running run is the test's own: never left behind
+
+
+async def _prune_around(
+    mgr: RunManager, live: RunRecord, quick: Path, tmp_path: Path, victim: subprocess.Popen[bytes]
+) -> None:
     ended = []
     for _ in range(3):
         ended.append(await mgr.launch([str(quick)]))
