@@ -148,16 +148,17 @@ class FakeRun:
 
 
 def run_watch(run: Any, record: Any, printer: Any, **options: Any) -> tuple[int, Any]:
-    """`launch.Watch(...).run()` on a fake run, its polls and waits shortened: (exit code, the watch)."""
-    from sgtui.commands import launch, launch_leftover
+    """`Watch(...).run()` on a fake run, its polls and waits shortened: (exit code, the watch)."""
+    from sgtui.commands import launch_leftover
+    from sgtui.commands import watch as follow
 
-    watch = launch.Watch(run, record, printer, **options)
-    saved = launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S
-    launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = 0.01, 0.05, 0.04
+    watch = follow.Watch(run, record, printer, **options)
+    saved = follow.STATUS_POLL_S, follow.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S
+    follow.STATUS_POLL_S, follow.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = 0.01, 0.05, 0.04
     try:
         return asyncio.run(watch.run()), watch
     finally:
-        launch.STATUS_POLL_S, launch.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = saved
+        follow.STATUS_POLL_S, follow.ERROR_SETTLE_S, launch_leftover.EXIT_WAIT_S = saved
 
 
 def via_watch(path: Path, rc: int | None) -> tuple[Verdict, list[dict[str, Any]]]:

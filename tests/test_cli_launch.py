@@ -248,7 +248,7 @@ async def test_the_watch_says_what_happened_to_a_container_that_took_the_run_wit
     """A docker run whose container was removed ends with docker's word on it, as `sgtui runs` shows."""
     from types import SimpleNamespace
 
-    from sgtui.commands import launch as launch_cmd
+    from sgtui.commands import watch as launch_cmd
     from sgtui.remote.run_records import RunStatus
     from sgtui.remote.runs import RunState
 

@@ -17,7 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sgtui.commands.launch import ERROR_SETTLE_S, PREDICTED_FAILURE, STATUS_POLL_S, STATUS_TIMEOUT_S, Printer
+from sgtui.commands.events import Printer
+from sgtui.commands.launch import PREDICTED_FAILURE
+from sgtui.commands.watch import ERROR_SETTLE_S, STATUS_POLL_S, STATUS_TIMEOUT_S
 from sgtui.core.preflight import Check
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sgtui.commands.launch import Printer, Watch
+from sgtui.commands.events import Printer
+from sgtui.commands.watch import Watch
 from sgtui.remote.connection import Connection
 from sgtui.remote.runs import RunManager
 from sgtui.remote.targets import Target
