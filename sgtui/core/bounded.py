@@ -16,7 +16,9 @@ from sgtui.core.errors import UserError
 
 JSON_MAX_BYTES = 64 * 2**20  # the largest real model.safetensors.index.json files are a few MB
 REPR_MAX = 60
-MAX_INT_DIGITS = 40  # Python refuses past 4,300 digits with a ValueError; no real value has 40
+# Python refuses past 4,300 digits with a ValueError; no real value has 40 (a petabyte in bytes has 16).
+# JSON and YAML (core/yamlsafe.py) share it.
+MAX_INT_DIGITS = 40
 
 
 class BoundedInputError(UserError):

@@ -141,9 +141,7 @@ def from_fit_json(
 
 def first_fix_json(report: dict[str, Any] | None) -> Any:
     """`FitReport.first_fix()` of a report's JSON (its `fixes` and `warnings`): the same one ranking."""
-    from types import SimpleNamespace
-
-    from sgtui.core.fit.report import FitReport, FitWarning, Fix
+    from sgtui.core.fit.report import FitWarning, Fix, first_fix
 
     report = report or {}
     fixes = [
@@ -154,7 +152,7 @@ def first_fix_json(report: dict[str, Any] | None) -> Any:
         FitWarning(str(w.get("code", "")), str(w.get("message", "")), w.get("flag"), w.get("suggested_value"))
         for w in report.get("warnings") or []
     ]
-    return FitReport.first_fix(SimpleNamespace(fixes=fixes, warnings=warnings))  # type: ignore[arg-type]
+    return first_fix(fixes, warnings)
 
 
 def _fit_check(report: dict[str, Any] | None, why_unknown: str | None) -> Check:

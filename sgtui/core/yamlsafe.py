@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import yaml
 
-from sgtui.core.bounded import BoundedInputError
+from sgtui.core.bounded import MAX_INT_DIGITS, BoundedInputError
 
 YAML_MAX_BYTES = 1 * 2**20  # a profile or hosts file is a few kB; 1 MiB is far past any real one
 MAX_DEPTH = 64  # sgtui's files nest 3 or 4 levels
-MAX_INT_DIGITS = 40  # a byte count of a petabyte has 16 digits
 
 
 class NoAliasLoader(yaml.SafeLoader):

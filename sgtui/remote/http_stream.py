@@ -56,15 +56,18 @@ async def _read_head(reader: Any, timeout: float) -> tuple[int, dict[str, str], 
         if len(buf) > MAX_EVENT:
             raise HttpError("no end of HTTP headers in 1 MiB: not our server")
     head, _, rest = buf.partition(b"\r\n\r\n")
+    status, headers = _parse_head(head)
+    return status, headers, rest
+
+
+def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
+    """The status line and headers (lower-case names) before the blank line."""
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split()
     if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
         raise HttpError(f"not an HTTP answer: {lines[0][:80]!r}")
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(parts[1]), headers, rest
+    headers = {n.strip().lower(): v.strip() for n, _, v in (line.partition(":") for line in lines[1:])}
+    return int(parts[1]), headers
 
 
 class _Body:
@@ -214,11 +217,7 @@ class KeptConnection:
         while b"\r\n\r\n" not in self._buf:
             await self._more(reader)
         head, _, self._buf = self._buf.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split()
-        if len(parts) < 2 or not parts[1].isdigit():
-            raise HttpError(f"not an HTTP answer: {lines[0][:80]!r}")
-        got = {n.strip().lower(): v.strip() for n, _, v in (line.partition(":") for line in lines[1:])}
+        status, got = _parse_head(head)
         if "content-length" in got:
             size = int(got["content-length"])
             while len(self._buf) < size:
@@ -233,7 +232,7 @@ class KeptConnection:
             self.close()
         if got.get("connection", "").lower() == "close":
             self.close()
-        return int(parts[1]), got, body
+        return status, got, body
 
     async def _chunks(self, reader: Any) -> bytes:
         body = b""

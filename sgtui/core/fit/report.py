@@ -144,13 +144,7 @@ class FitReport:
     def first_fix(self) -> Fix | None:
         """The fix offered first: the first ranked one that fits, else the first tight one; before the
         ranking exists for a report, the first warning that names a flag and a value."""
-        found = first_offered(self.fixes, lambda f: f.verdict)
-        if found is not None or self.fixes:
-            return found
-        for w in self.warnings:
-            if w.flag and w.flag.startswith("--") and w.suggested_value is not None:
-                return Fix(w.flag, w.suggested_value, "unknown", w.message)
-        return None
+        return first_fix(self.fixes, self.warnings)
 
     def to_json(self) -> dict[str, Any]:
         """The `sgtui fit --json` object (DESIGN.md contract keys first; sizes in GiB)."""
@@ -220,6 +214,17 @@ class FitReport:
                 for b in self.budget
             ],
         }
+
+
+def first_fix(fixes: Sequence[Fix], warnings: Sequence[FitWarning]) -> Fix | None:
+    """`FitReport.first_fix()` of its `fixes` and `warnings` (also what a report's JSON gives back)."""
+    found = first_offered(fixes, lambda f: f.verdict)
+    if found is not None or fixes:
+        return found
+    for w in warnings:
+        if w.flag and w.flag.startswith("--") and w.suggested_value is not None:
+            return Fix(w.flag, w.suggested_value, "unknown", w.message)
+    return None
 
 
 def first_offered(fixes: Sequence[T], verdict_of: Callable[[T], Any]) -> T | None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import re
 
-from sgtui.core.model.quant import QuantScheme
+from sgtui.core.model.quant import FP4_E2M1_E8M0, QuantScheme
 
 # (pattern on the name, family, the scheme priced when the config says nothing)
 _NAMED: tuple[tuple[re.Pattern[str], str, QuantScheme], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), family, scheme)
     for pattern, family, scheme in (
         (r"(?<![a-z])(nv)?fp4(?![a-z0-9])|nvfp4", "fp4", QuantScheme("nvfp4", 0.5 + 1 / 16)),
-        (r"mxfp4", "fp4", QuantScheme("mxfp4", 0.5 + 1 / 32, experts_only=True)),
+        (r"mxfp4", "fp4", QuantScheme("mxfp4", FP4_E2M1_E8M0, experts_only=True)),
         (r"(?<![a-z])gptq", "int4", QuantScheme("gptq", 0.5 + 2.5 / 128)),
         (r"(?<![a-z])awq", "int4", QuantScheme("awq", 0.5 + 2.5 / 128)),
         (
@@ -36,11 +36,16 @@ _BITS = {"fp4": 4, "int4": 4, "fp8": 8, "int8": 8}
 
 def named_quantization(name: str) -> tuple[str, QuantScheme] | None:
     """(family, scheme) a model name announces, from its last path part ("/models/Qwen3-32B-AWQ"), or None."""
-    base = name.rstrip("/").removesuffix("/config.json").rsplit("/", 1)[-1]
+    base = _last_part(name)
     for pattern, family, scheme in _NAMED:
         if pattern.search(base):
             return family, scheme
     return None
+
+
+def _last_part(name: str) -> str:
+    """The last path part: "Qwen3-32B-AWQ" of "/m/Qwen3-32B-AWQ/" or of "/m/Qwen3-32B-AWQ/config.json"."""
+    return name.rstrip("/").removesuffix("/config.json").rsplit("/", 1)[-1]
 
 
 def named_bits(family: str) -> int:
@@ -64,7 +69,7 @@ def name_versus_config(
     if named is None:
         return None
     family, scheme = named
-    label = name.rstrip("/").removesuffix("/config.json").rsplit("/", 1)[-1]
+    label = _last_part(name)
     if method is None:
         priced = (
             f"priced as {scheme.method} ({named_bits(family)}-bit weights) instead of the config dtype"

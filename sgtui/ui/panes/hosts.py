@@ -275,12 +275,11 @@ class FleetPane(Vertical):
         return self.order
 
     def _names(self) -> list[str]:
+        hosts = self.hosts  # built afresh on each access: once here
         if self.order == ORDERS[0]:
-            return list(self.hosts)
-        if self._sorted is None or set(self._sorted) != set(self.hosts):
-            connected = {n: h.state == "connected" for n, h in self.hosts.items()}
-            hosts = self.hosts
-            self._sorted = sorted(hosts, key=lambda n: (not connected[n], -hosts[n].free_mib()))
+            return list(hosts)
+        if self._sorted is None or set(self._sorted) != set(hosts):
+            self._sorted = sorted(hosts, key=lambda n: (hosts[n].state != "connected", -hosts[n].free_mib()))
         return self._sorted
 
     def _label(self, name: str, width: int, need: FitNeed | None = None) -> Text:
