@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only these hosts (from ~/.ssh/config or hosts.yaml); default: every configured host",
     )
     parser.add_argument(
-        "--concurrency", type=int, default=None, help="SSH handshakes in flight at once (default 32)"
+        "--concurrency", type=int, default=None, help="SSH handshakes in flight at once (default 64)"
     )
     parser.add_argument(
         "--connect-timeout",

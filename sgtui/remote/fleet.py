@@ -28,10 +28,11 @@ from sgtui.remote.targets import HOST, ContainerInfo, Target, discover
 
 CONNECT_TIMEOUT_S = 20.0
 # SSH handshakes in flight at once. Across a network a handshake is mostly waiting (round trips), so many
-# overlap; on a loaded jump box (or loopback) it is CPU, and 500 at once would all finish late together.
-# 32 keeps the first hosts' samples coming back within a few handshakes' time while the rest connect
-# (bench/bench_fleet.py measures both).
-CONCURRENCY = 32
+# overlap and the bound sets a floor of ceil(N / bound) handshake times; on a loaded jump box (or loopback)
+# it is CPU (~2.6 ms of the client's a handshake), and 500 at once would all finish late together. 64 keeps
+# the first hosts' samples coming back within ~0.2 s of CPU while the rest connect; at 500 hosts with 100 ms
+# logins it took 1.45 s against 1.97 s for 32 and 1.39 s for 128 (bench/RESULTS.md, issue 21).
+CONCURRENCY = 64
 
 
 @dataclass(frozen=True)
