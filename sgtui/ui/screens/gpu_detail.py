@@ -97,10 +97,10 @@ class GpuChart(PlotextPlot):
         plt.clear_figure()
         h = self.history
         top = max(h.totals.values(), default=1.0)
-        x_max = max([p[0] for s in h.series.values() for p in s] + [x for x, _ in h.marks] + [1.0])
-        for idx, points in sorted(h.series.items()):
-            if points:
-                plt.plot([p[0] for p in points], [p[1] for p in points], label=f"GPU{idx}", marker="braille")
+        x_max = max([h.last_time()] + [x for x, _ in h.marks] + [1.0])
+        for idx, series in sorted(h.series.items()):
+            if series:
+                plt.plot(series.times(), series.used_gib(), label=f"GPU{idx}", marker="braille")
         budget = static_budget_gib(self.report)
         if budget is not None:
             plt.hline(budget, "red")
