@@ -137,6 +137,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         self._connected: set[str] = set()
         self._reattach_checked: set[str] = set()
         self._refusals_told: set[str] = set()
+        self._holders_shown: frozenset[str] | None = None  # what the backend was last told (`show_holders`)
         self.key_cases: dict[str, KeyCase] = {}  # a changed host key (by fingerprint) -> its host names
 
     # the state the panes render, by the names the tests and the palette use ------------------------------
@@ -266,6 +267,7 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         self.draw_status()
         self._load_keymap()
         self.backend.set_password_prompt(self.ask_password)
+        self._show_holders()
         self.controller.load_hosts()
         self.flags.schedule_fit()
         self.set_interval(FLEET_TICK_S, self._tick)
@@ -287,11 +289,20 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         self.draw_runs()  # redrawn only when a mark or an age shown there moved
         self.draw_status()
         self.draw_serving()  # the numbers' ages move
+        self._show_holders()
         host = self.fleet.host(self.gpu_host) if self.gpu_host else None
         if host is not None:
             age = host.ages.age("gpus", self.clock())
             stale = host.state != "connected" or (age is not None and age > GPU_STALE_S)
             self.main.query_one(GpuPanel).set_age(age, stale and age is not None)
+
+    def _show_holders(self) -> None:
+        """Tell the backend whose GPU holders are on screen (the GPU panel's host) when that changes: that
+        host's are listed every 2 s, another's only when its memory moves (`ui/holder_refresh.py`)."""
+        shown = frozenset({self.gpu_host} if self.gpu_host else ())
+        if shown != self._holders_shown:
+            self._holders_shown = shown
+            self.backend.show_holders(shown)
 
     def _load_keymap(self) -> None:
         from sgtui.core.errors import UserError

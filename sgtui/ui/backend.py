@@ -6,7 +6,7 @@ The controller is the only caller, from workers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any, NamedTuple, Protocol
 
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
@@ -53,6 +53,11 @@ class Backend(Protocol):
         ...
 
     def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]: ...
+
+    def show_holders(self, hosts: Collection[str]) -> None:
+        """The hosts whose GPU holders are on screen (the GPU panel's): their `gpu_samples` carry holders
+        listed every few seconds; any other host's, listed when its memory moves (`ui/holder_refresh.py`)."""
+        ...
 
     async def runs(
         self, host: str, target: ContainerView | None, runs_dir: str | None = None

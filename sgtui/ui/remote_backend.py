@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any
 
 from sgtui.core.errors import UserError
@@ -26,6 +26,7 @@ from sgtui.remote.hosts import HostConfig, load_hosts
 from sgtui.remote.runs import RunManager, RunRecord, RunState
 from sgtui.remote.targets import Target, discover, sglang_version
 from sgtui.ui.backend import RunExit
+from sgtui.ui.holder_refresh import HolderRefresh
 from sgtui.ui.remote_views import (
     STATE_NAMES,
     gpu_views,
@@ -39,7 +40,6 @@ from sgtui.ui.remote_views import (
 from sgtui.ui.serving_backend import ServingBackend
 from sgtui.ui.views import ContainerView, GpuView, HostView, RunView
 
-PROCESS_REFRESH_S = 2.0
 STATUS_POLL_S = 1.0
 MAX_LISTED_RUNS = 20
 
@@ -84,6 +84,7 @@ class RemoteBackend(ServingBackend):
         self.runs_dir = runs_dir
         self.gpu_interval_ms = gpu_interval_ms
         self.stop_grace_s = stop_grace_s
+        self._holders_shown: frozenset[str] = frozenset()
 
     async def _ask_password(self, prompt: str) -> str | None:
         return None if self._password_prompt is None else await self._password_prompt(prompt)
@@ -113,6 +114,11 @@ class RemoteBackend(ServingBackend):
 
     def _conn(self, host: str) -> Transport:
         return self.pool.get(host)
+
+    def show_holders(self, hosts: Collection[str]) -> None:
+        """The hosts whose GPU holders are on screen: listed every 2 s, the others when their memory moves
+        (`ui/holder_refresh.py`)."""
+        self._holders_shown = frozenset(hosts)
 
     def _manager(
         self, host: str, target: Target, runs_dir: str | None = None, keep_runs: int | None = None
@@ -209,7 +215,7 @@ class RemoteBackend(ServingBackend):
     async def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]:
         sampler = GpuSampler(self._conn(host), self.gpu_interval_ms)
         procs: list[GpuProcess] = []
-        last_procs = 0.0
+        schedule = HolderRefresh()
         refresh: asyncio.Task[list[GpuProcess]] | None = None
         try:
             async for snap in sampler.stream():
@@ -217,10 +223,12 @@ class RemoteBackend(ServingBackend):
                     if not refresh.cancelled() and refresh.exception() is None:
                         procs = refresh.result()
                     refresh = None
-                now = time.monotonic()
-                if refresh is None and now - last_procs >= PROCESS_REFRESH_S:
-                    refresh = asyncio.create_task(sampler.processes())
-                    last_procs = now
+                if refresh is None:
+                    now, shown = time.monotonic(), host in self._holders_shown
+                    used = tuple(int(r.memory_used_mib.value or 0) for r in snap.gpus)
+                    if schedule.due(now, shown, used):
+                        refresh = asyncio.create_task(sampler.processes())
+                        schedule.listed(now, shown, used)
                 if snap.problem is not None:
                     yield [GpuView(-1, "", 0, 0, None, (), problem_note(snap.problem))]
                     continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +73,7 @@ class FakeBackend:
     retried: list[str] = field(default_factory=list)
     machines: dict[str, str | None] = field(default_factory=dict)  # host -> its identity; default: its own
     checks: list[Any] = field(default_factory=list)  # what preflight_checks answers (core.preflight.Check)
+    holders_shown: list[set[str]] = field(default_factory=list)  # each `show_holders` the app asked, in order
     checked: list[Any] = field(default_factory=list)  # the profiles the checks were asked for
     _state_queue: asyncio.Queue[tuple[str, str]] | None = None
 
@@ -121,6 +122,9 @@ class FakeBackend:
         self, host: str, target: ContainerView | None, model_path: str
     ) -> dict[str, Any] | None:
         return {"config": QWEN_CONFIG, "weight_bytes": 55_600_000_000}
+
+    def show_holders(self, hosts: Collection[str]) -> None:
+        self.holders_shown.append(set(hosts))
 
     async def gpu_samples(self, host: str) -> AsyncIterator[list[GpuView]]:
         for frame in self.gpu_frames:
