@@ -69,7 +69,7 @@ class HostRouting(Base):
             message = m.HostStateChanged(message.host, "failed", said)
         host = self.fleet.host(message.host)
         before = host.set_state(message.state, message.detail)
-        self.fleet_pane.refresh_fleet()
+        self.fleet_pane.refresh_soon()
         self.draw_runs()  # a host not connected has its rows greyed
         self.draw_status()
         if message.state == "lost":
@@ -118,7 +118,7 @@ class HostRouting(Base):
         if not self.is_running:
             return
         self.fleet.identify(message.host, message.identity)
-        self.fleet_pane.refresh_fleet()
+        self.fleet_pane.refresh_soon()
         self.draw_runs()
 
     def on_containers_found(self, message: m.ContainersFound) -> None:
@@ -126,7 +126,7 @@ class HostRouting(Base):
             return
         host = self.fleet.host(message.host)
         host.containers, host.containers_error = message.containers, message.error
-        self.fleet_pane.refresh_fleet()
+        self.fleet_pane.refresh_soon()
         for c in message.containers:  # every run on every target: the bare host and running containers
             if c.kind != "host" and c.status == "running":
                 self.controller.list_runs(message.host, c)

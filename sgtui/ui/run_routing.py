@@ -84,7 +84,7 @@ class RunRouting(Base):
                     self.notify(f"reattached to {run.run_id}, still {run.state} on {run.host}", timeout=8)
                 self.follow(run, None, fresh=False, view=view)
         self.draw_runs()
-        self.fleet_pane.refresh_fleet()
+        self.fleet_pane.refresh_soon()
 
     def on_run_checked(self, message: m.RunChecked) -> None:
         """The host's word on a followed node its listing dropped: its note ("its run dir ... was removed")

@@ -9,6 +9,7 @@ Every label is built from `Text` pieces: host names, details and container names
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
@@ -25,6 +27,15 @@ from sgtui.ui.session.fleet import FitNeed, FleetState, HostModel
 from sgtui.ui.status_line import host_silence, stale_text
 from sgtui.ui.views import ContainerView, RunView
 from sgtui.ui.widgets.gpu_sparkline import bar_for, level_style
+
+# The hosts' own changes (`refresh_soon`) redraw the tab at most every REFRESH_GAP_S (the rows on screen
+# relabelled) and rebuild the tree (a state, containers found) at most every REBUILD_GAP_S; the 1 s tick,
+# the filter and the order draw at once (`refresh_fleet`).
+# 500 hosts connecting are ~2,500 messages (states, machines, containers, runs): a rebuild of 500 rows for
+# each state change took the connect from seconds to over a minute, keys answered seconds late, and a
+# relabel of the rows on screen for each message still held keys ~0.25 s (bench/bench_ui_hosts.py).
+REFRESH_GAP_S = 0.1
+REBUILD_GAP_S = 0.5
 
 STATE_MARK = {
     "connected": ("●", "green"),
@@ -206,6 +217,8 @@ class FleetPane(Vertical):
         self.unfolded: set[str] = set()
         self._host_nodes: dict[str, TreeNode[Pick]] = {}
         self._shape: tuple[object, ...] = ()
+        self._refreshed_at = self._rebuilt_at = float("-inf")  # time.monotonic() of the last of each
+        self._pending: Timer | None = None  # a refresh put off by REFRESH_GAP_S or REBUILD_GAP_S
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter hosts by name or state, and containers", id="host-filter")
@@ -231,21 +244,44 @@ class FleetPane(Vertical):
         self.call_after_refresh(self._relabel_visible)
 
     def refresh_fleet(self) -> None:
-        """Redraw from the fleet state: the labels on screen in place when only values changed (ages,
+        """Redraw from the fleet state now: the labels on screen in place when only values changed (ages,
         GPUs, runs: 500 hosts relabelled every second would hold the app up; a row scrolled into view is
         relabelled then), the whole tree when hosts, containers, states, the order or the filter did."""
+        self._draw(rebuild=True)
+
+    def refresh_soon(self) -> None:
+        """A host's own change (its state, machine, containers, runs: what 500 hosts connecting send by the
+        thousand): drawn within REFRESH_GAP_S, the tree rebuilt at most every REBUILD_GAP_S."""
+        now = time.monotonic()
+        if now - self._refreshed_at < REFRESH_GAP_S:
+            self._put_off_until(self._refreshed_at + REFRESH_GAP_S)
+            return
+        self._draw(rebuild=now - self._rebuilt_at >= REBUILD_GAP_S)
+
+    def _draw(self, *, rebuild: bool) -> None:
         needle = self.query_one("#host-filter", Input).value.strip().lower()
         shape = (
             needle,
             self.order,
             tuple((n, h.containers_error, tuple(h.containers), h.state) for n, h in self.hosts.items()),
         )
+        self._refreshed_at = now = time.monotonic()
         self._generation += 1  # every label on screen is made again (ages moved)
         if shape != self._shape:
-            self._shape = shape
-            self._rebuild(needle)
-            return
+            if rebuild or shape[:2] != self._shape[:2]:  # the filter or the order: what the user just did
+                self._shape, self._rebuilt_at = shape, now
+                self._rebuild(needle)
+                return
+            self._put_off_until(self._rebuilt_at + REBUILD_GAP_S)
         self._relabel_visible()
+
+    def _put_off_until(self, at: float) -> None:
+        if self._pending is None:
+            self._pending = self.set_timer(max(0.0, at - time.monotonic()), self._put_off)
+
+    def _put_off(self) -> None:
+        self._pending = None
+        self.refresh_soon()
 
     def _relabel_visible(self, _scroll: float = 0.0) -> None:
         """The host rows on screen not yet labelled for this tick get their label; one repaint."""

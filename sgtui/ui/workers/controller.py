@@ -24,7 +24,12 @@ from sgtui.ui.views import ContainerView, RunView
 from sgtui.ui.workers.follow import Follower
 
 RECONNECT_S = (1.0, 2.0, 5.0, 10.0)
-CONNECT_PARALLEL = 8  # SSH handshakes at once when the app opens every configured host
+# SSH handshakes at once when the app opens every configured host. Across a network a handshake is mostly
+# waiting, so the bound sets a floor of N/bound handshake times; its CPU (~3 ms, in the app's own loop) is
+# what keys wait behind. 500 hosts (bench/bench_ui_hosts.py --login-ms 100|300 --login-cpu-ms 3): 8 took
+# 7.7 s at 100 ms logins and 20 s at 300 ms; 32 takes 4.0 s and 5.5 s (keys median 274 and 34 ms while
+# connecting); 64 (`sgtui fleet`'s, which answers no keys) 3.6 s with keys ~0.45 s late.
+CONNECT_PARALLEL = 32
 GPU_BATCH_S = 0.1  # GPU samples of all hosts go to the app together, at most this often (500 hosts at 1 Hz
 # as 500 messages a second kept the app's queue busy enough to delay keys; as ten, they do not)
 PREFLIGHT_TIMEOUT_S = 20.0  # the target checks before a launch; past it the question says they did not run
