@@ -144,6 +144,13 @@ def hook(cls: type, name: str, handled: list[float]) -> Callable[[], None]:
     return lambda: setattr(cls, name, original)
 
 
+def holders(backend: FakeBackend) -> str:
+    """The hosts whose GPU holders the app last asked to list every 2 s (a tree before `show_holders`:
+    every host's were)."""
+    asked = getattr(backend, "holders_shown", None)
+    return "every host (no show_holders)" if asked is None else str(sorted(asked[-1]) if asked else "-")
+
+
 def keys_until(driver: Any, stop: threading.Event, gap: float) -> tuple[threading.Thread, list[float]]:
     """`down` every `gap` s until `stop` is set."""
     sent: list[float] = []
@@ -233,7 +240,7 @@ async def main(count: int, seconds: float, login_ms: float, login_cpu_ms: float)
             f"samples {(backend.samples - s0) / wall:.0f}/s; this process "
             f"{100 * cpu / wall:.0f} % of one core; listings asked: "
             + ", ".join(f"{k} {(backend.listings[k] - listed[k]) / wall:.1f}/s" for k in listed)
-            + f"; holders shown for {sorted(backend.holders_shown[-1]) if backend.holders_shown else '-'}",
+            + f"; holders shown for {holders(backend)}",
             flush=True,
         )
 
