@@ -44,12 +44,9 @@ class RunStopper:
         self._status = status
 
     @property
-    def host(self) -> str:
-        return self.conn.host.name
-
-    @property
     def where(self) -> str:
-        return where_of(self.host, self.target)
+        """The host, and the container on it: how messages name where the run is."""
+        return where_of(self.conn.host.name, self.target)
 
     async def preview(self, run: RunRecord) -> StopPreview:
         """What a stop of `run` would hit: its group leader's owner, age and command line next to the
@@ -67,8 +64,8 @@ class RunStopper:
 
     def _reused_message(self, run: RunRecord) -> str:
         return (
-            f"{self.host}: pid {run.pgid} of run {run.id} now belongs to another process, so the run "
-            "itself has ended; nothing was signalled (check the GPU holders if memory is still in use)"
+            f"{self.conn.host.name}: pid {run.pgid} of run {run.id} now belongs to another process, so the "
+            "run itself has ended; nothing was signalled (check the GPU holders if memory is still in use)"
         )
 
     async def stop(
@@ -109,15 +106,15 @@ class RunStopper:
                             on_progress(*progress)
         except (asyncssh.Error, OSError) as exc:
             raise RunError(
-                f"{self.host}: connection lost while stopping run {run.id} ({exc}); the stop goes on on "
-                "the host (TERM, then KILL after the grace): check its status once reconnected"
+                f"{self.conn.host.name}: connection lost while stopping run {run.id} ({exc}); the stop goes "
+                "on on the host (TERM, then KILL after the grace): check its status once reconnected"
             ) from None
         marker = shell.parse_marker("\n".join(lines))
         if marker is None:
             failed = Result("\n".join(lines), "", None)
             if self.target.kind != "host" and (await self._status(run)).why:  # its container is gone
                 return StopResult("not-running", None, 0, time.monotonic() - t0)
-            raise RunError(explain_failure(self.host, self.target, failed, f"stop run {run.id}"))
+            raise RunError(explain_failure(self.conn.host.name, self.target, failed, f"stop run {run.id}"))
         if marker.get("result") == "foreign":
             raise ForeignRunError(
                 f"{self.where}: refusing to stop run {run.id}: {marker.get('foreign')}; nothing was signalled"

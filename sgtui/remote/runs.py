@@ -285,10 +285,7 @@ class RunManager:
         return await self.stopper.preview(run)
 
     async def stop(
-        self,
-        run: RunRecord,
-        grace: float = 10.0,
-        on_progress: Callable[[float, int], None] | None = None,
+        self, run: RunRecord, grace: float = 10.0, on_progress: Callable[[float, int], None] | None = None
     ) -> StopResult:
         """TERM, drain for `grace` s, then the group, then KILL; `on_progress(seconds, live_members)` while
         waiting (run_stopper.py: `RunStopper.stop`, what it raises and returns)."""
