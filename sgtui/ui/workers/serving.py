@@ -19,8 +19,8 @@ POLL_S = 1.0
 READ_S = 5.0  # one /metrics read; past it the run's panel says why and it is asked again next second
 # SGLang's own /health_generate gives one 1-token request HEALTH_CHECK_TIMEOUT = 20 s (env
 # SGLANG_HEALTH_CHECK_TIMEOUT) to answer before it calls the server unhealthy (entrypoints/http_server.py:
-# health_generate, 0.5.6 .. 0.5.23); the smoke asks for 4 tokens through an SSH channel (and, the first
-# time, the server's address): 30 s, then it is said to have failed
+# health_generate, as read in 0.5.6, 0.5.7, 0.5.8, 0.5.10 and 0.5.23); the smoke asks for 4 tokens through
+# an SSH channel (and, the first time, the server's address): 30 s, then it is said to have failed
 SMOKE_S = 30.0
 BENCH = {"requests": 20, "concurrency": 4, "input_len": 128, "output_len": 64}
 
