@@ -211,10 +211,14 @@ class RunStore:
 
     def _load(self, path: Path) -> dict[str, Any]:
         try:
-            raw = path.read_bytes()
-            data = load_json(raw, str(path), max_bytes=MAX_FILE_BYTES)
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:  # a huge file is never read whole
+                raise BoundedInputError(f"{size:,} bytes, past the {MAX_FILE_BYTES:,}-byte limit of a record")
+            data = load_json(path.read_bytes(), str(path), max_bytes=MAX_FILE_BYTES)
         except (BoundedInputError, ValueError) as exc:  # JSONDecodeError and bad UTF-8 are ValueErrors
             raise self._damaged(path, str(exc).removeprefix(f"{path}: ")) from None
+        except OSError as exc:  # unreadable: permissions, a directory in its place
+            raise self._damaged(path, exc.strerror or type(exc).__name__) from None
         if not isinstance(data, dict) or data.get("sgtui_run_record") != FORMAT:
             raise self._damaged(path, "it is not a run record this sgtui writes")
         return data

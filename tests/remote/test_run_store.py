@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,9 @@ def test_the_default_store_is_in_sgtuis_state_dir(tmp_path: Path, monkeypatch: p
         json.dumps({"sgtui_run_record": 1, "saved_at": 1.0, "record": {"id": "x"}}),
         json.dumps({"something": "else"}),
         "\udcff".encode("utf-8", "surrogateescape").decode("latin-1"),
+        " " * (run_store.MAX_FILE_BYTES + 1),
     ],
+    ids=["syntax", "fields", "not-a-record", "not-utf8", "too-big"],
 )
 def test_a_damaged_record_is_one_line_naming_the_file_and_is_kept(tmp_path: Path, text: str) -> None:
     store = RunStore(tmp_path / "runs")
@@ -97,6 +100,15 @@ def test_a_damaged_record_is_one_line_naming_the_file_and_is_kept(tmp_path: Path
     assert "\n" not in message and message.startswith(f"{path}: ")
     assert "move it aside or delete it" in message
     assert store.prune() == [] and path.read_text(encoding="latin-1") == text  # never deleted
+
+
+def test_an_unreadable_record_is_one_line_too(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs")
+    path = store.remember(_record())
+    path.unlink()
+    path.mkdir()  # something that is not a file where the record was
+    with pytest.raises(RunStoreError, match=rf"^{re.escape(str(path))}: .*cannot be read \(Is a directory\)"):
+        store.find("20261201-120000-abc123", "gpu1", Target("pct", "129"))
 
 
 def test_ended_records_age_out_and_the_count_is_capped(
