@@ -165,9 +165,10 @@ def test_a_multinode_stop_takes_a_node_whose_run_dir_was_removed_from_the_local_
             "stop", worker["id"], "--profile", str(profile), "--yes", "--grace", "5", config_dir=tmp_path
         )
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        runs_dir, _ = worker["run_dir"].rsplit("/", 1)
         assert (
-            f"node 1 sim-2 (pct 129): not in the listing of {worker['run_dir'].rsplit('/', 1)[0]}: its run dir "
-            f"{worker['run_dir']} was removed; using the record this machine kept" in stopped.stdout
+            f"node 1 sim-2 (pct 129): not in the listing of {runs_dir}: its run dir {worker['run_dir']} was "
+            "removed; using the record this machine kept" in stopped.stdout
         )
         assert any(line.startswith("node 1 (sim-2): stopped") for line in stopped.stdout.splitlines())
         assert [_group_alive(int(r["pgid"])) for r in runs] == [[], []]
