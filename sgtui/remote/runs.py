@@ -46,6 +46,7 @@ from sgtui.remote.run_records import (
     status_from_marker,
 )
 from sgtui.remote.run_stopper import RunStopper
+from sgtui.remote.run_store import RunStore, keep_locally
 from sgtui.remote.tail import LogChunk, follow, read_rest
 from sgtui.remote.targets import Target, container_ended, container_restarted_since, explain_failure
 
@@ -134,7 +135,8 @@ class RunManager:
     ) -> RunRecord:
         """Start argv detached into a fresh run directory and log; returns once pid/pgid are known.
         A launch that fails before the server started leaves no run directory behind. `profile_name` is
-        recorded in command.json (the runs lists show it)."""
+        recorded in command.json (the runs lists show it). Every record a launch returns is also kept on
+        the jump box (`run_store.py`), so the run stays stoppable after its run dir on the target is gone."""
         if not argv or not argv[0].startswith("/"):
             raise shell.ShellError(
                 f"the command must start with an absolute interpreter path, got {argv[0] if argv else ''!r}: "
@@ -192,7 +194,7 @@ class RunManager:
                 "then stop it from this screen"
             )
         await self._prune_quietly()
-        return RunRecord(
+        record = RunRecord(
             id=run_id,
             host=self.host,
             target=self.target,
@@ -208,6 +210,8 @@ class RunManager:
             node_rank=node_rank,
             profile=profile_name or None,
         )
+        keep_locally(record)
+        return record
 
     async def _after_cut(self, name: str, run_id: str, why: str) -> RunRecord:
         """The launch script was cut off: look for its run on the host (the connection reconnects by
@@ -222,6 +226,7 @@ class RunManager:
         except RemoteError:
             found = None
         if found is not None and found.foreign is None and found.start is not None:
+            keep_locally(found)
             return found
         raise LaunchUnknownError(
             f"{self.where}: the connection was lost while launching run {run_id} ({why}); the server runs "
@@ -232,8 +237,12 @@ class RunManager:
 
     async def prune(self, keep: int | None = None) -> PruneResult:
         """Remove this target's ended runs beyond the newest `keep` (default `keep_runs`): never a
-        running or a foreign one (run_prune.py)."""
-        return await prune(self, keep or self.keep_runs)
+        running or a foreign one (run_prune.py). The jump box's copies of the removed runs are marked
+        ended, so they age out of the local store."""
+        done = await prune(self, keep or self.keep_runs)
+        if done.removed:
+            RunStore().mark_pruned(self.host, self.target, done.removed)
+        return done
 
     async def _prune_quietly(self) -> None:
         """After a launch: prune once the target holds more runs than it keeps (a failure to prune
