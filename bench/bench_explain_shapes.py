@@ -13,7 +13,9 @@ Each shape is timed as `grep -c error FILE` (a search a user would run; GNU grep
 newlines and is no baseline) and as `sgtui explain FILE --json` (a fresh interpreter each, best of 3
 wall-clock and best of 3 CPU, user + system; peak RSS is the explain process's VmHWM). `--profile` also
 prints cProfile's top functions of one in-process `classify_file` per shape; `--per-line` prints the
-classifier's CPU time a line (`time.process_time`, best of 3, 100,000 lines) for lines no rule reads.
+classifier's CPU time a line (`time.process_time`, best of 3, 100,000 lines) for lines no rule reads;
+`--budget` prints where the startup shape's time goes by kind of line (200,000 lines, each line's
+`_handle` timed) next to the floor any per-line classifier in CPython pays (the loop, the prefix regex).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -123,15 +126,92 @@ def per_line_cpu() -> None:
         print(f"{name}: {best / 100_000 * 1e6:.2f} us a line (CPU)")
 
 
+def _kind(raw: str) -> str:
+    from sgtui.core.logs.prefilter import may_matter
+    from sgtui.core.logs.prefix import split_prefix
+
+    body = split_prefix(raw)[2].rstrip()
+    if not body:
+        return "empty"
+    if body[0] == " ":
+        return "indented (traceback frames, source lines)"
+    return "read by a rule (an anchor matched)" if may_matter(body, body[0]) else "no rule reads it"
+
+
+def budget(directory: Path, lines: int = 200_000) -> None:
+    """The startup shape's CPU a line by kind, and the floor: what 10x of `grep -c` leaves a line."""
+    from collections import defaultdict
+
+    from sgtui.core.logs import LogClassifier
+    from sgtui.core.logs.prefix import _SGLANG_PREFIX, split_prefix
+
+    path = directory / f"bench-explain-budget-{lines}.log"
+    write_startup(path, lines)
+    rows = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    path.unlink()
+    spent: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
+    kinds: dict[str, str] = {}
+    classifier, events, clock = LogClassifier(), [], time.perf_counter
+    for n, raw in enumerate(rows, 1):
+        start = clock()
+        classifier._handle(raw, n, events)
+        took = clock() - start
+        kind = kinds.get(raw) or kinds.setdefault(raw, _kind(raw))
+        spent[kind] += took
+        count[kind] += 1
+        events.clear()
+    total = sum(spent.values())
+    print(f"startup shape, {len(rows):,} lines: {total / len(rows) * 1e6:.2f} us a line in `_handle`")
+    for kind in sorted(spent, key=spent.get, reverse=True):
+        share = count[kind] / len(rows)
+        print(
+            f"  {kind}: {share:.0%} of lines, {spent[kind] / count[kind] * 1e6:.2f} us a line, "
+            f"{spent[kind] / total:.0%} of the time"
+        )
+    stamped = [f"[2026-12-01 21:22:{i % 60:02d} TP0] Some info message number {i}" for i in range(lines)]
+
+    def best(step: Callable[[], None]) -> float:
+        runs = []
+        for _ in range(3):
+            start = time.process_time()
+            step()
+            runs.append(time.process_time() - start)
+        return min(runs) / lines * 1e6
+
+    def bare() -> None:
+        for raw in stamped:
+            if "Decode batch" in raw:
+                pass
+
+    def regex() -> None:
+        match = _SGLANG_PREFIX.match
+        for raw in stamped:
+            match(raw)
+
+    def prefix() -> None:
+        for raw in stamped:
+            split_prefix(raw)
+
+    print("the floor, CPU a line on SGLang-stamped lines:")
+    print(f"  loop + one substring test: {best(bare):.2f} us")
+    print(f"  + the prefix regex's match: {best(regex):.2f} us")
+    print(f"  split_prefix (time, ranks, body): {best(prefix):.2f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--dir", default="/tmp")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--per-line", action="store_true")
+    parser.add_argument("--budget", action="store_true")
     args = parser.parse_args()
     if args.per_line:
         per_line_cpu()
+        return
+    if args.budget:
+        budget(Path(args.dir))
         return
     explain = [sys.executable, "-m", "sgtui.cli", "explain"]
     print(

@@ -6,7 +6,8 @@ nvidia-smi loops are the hosts' cost, not the jump box's), then
 1. single connect: `--singles` hosts connected alone, one after the other (fresh connection each), in this
    process: median and slowest.
 2. connect-all: a fresh `Fleet(pool).connect_all()` over all N at the default concurrency, in this
-   process: wall time, and the ratio to the median single connect (the issue's target: <= 4x).
+   process: wall time, the ratio to the median single connect (the issue's target: <= 4x), and this
+   process's CPU a host during it (the handshakes' client side: the floor of connect-all on any network).
 3. `sgtui fleet --once --json` as its own process: wall time, exit code, hosts reported with 8 GPUs, and
    that process's CPU (rusage of the child).
 4. `sgtui fleet --json --interval 1 [--runs-every S]` as its own process: seconds to the first host's line and
@@ -26,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,6 +43,11 @@ from sgtui.remote.fleet import Fleet  # noqa: E402
 from sgtui.remote.hosts import load_hosts  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def load() -> str:
@@ -87,16 +94,17 @@ async def singles(names: list[str], count: int) -> list[float]:
     return sorted(took)
 
 
-async def connect_all(names: list[str], concurrency: int | None = None) -> tuple[float, int]:
+async def connect_all(names: list[str], concurrency: int | None = None) -> tuple[float, int, float]:
+    """Wall time, hosts up, and this process's CPU seconds over the connects alone."""
     configs = load_hosts(ssh_config=False)
     pool = ConnectionPool(configs, user_known_hosts=None)
     fleet = Fleet(pool, names) if concurrency is None else Fleet(pool, names, concurrency=concurrency)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), own_cpu()
     views = await fleet.connect_all()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, own_cpu() - cpu0
     await fleet.close()
     await pool.close()
-    return wall, sum(1 for v in views if v.state.value == "up")
+    return wall, sum(1 for v in views if v.state.value == "up"), cpu
 
 
 def once(env: dict[str, str]) -> tuple[float, int, int, float]:
@@ -202,11 +210,13 @@ def main() -> None:
                 flush=True,
             )
             for concurrency in args.concurrency or [None]:
-                wall, up = asyncio.run(connect_all(names, concurrency))
+                wall, up, cpu = asyncio.run(connect_all(names, concurrency))
+                per = cpu / n * 1000
                 print(
                     f"connect-all (concurrency {concurrency or 'default'}): {wall:.2f} s for {up}/{n} up = "
                     f"{wall / median:.1f}x the median single ({wall / took[-1]:.1f}x the slowest); "
-                    f"load {load()}",
+                    f"this process's CPU {per:.1f} ms a host, so >= {per * n / 1000:.2f} s for {n} whatever "
+                    f"the concurrency; load {load()}",
                     flush=True,
                 )
             if args.connect_only:

@@ -104,12 +104,21 @@ async def runs_multinode(profile: Profile, *, as_json: bool) -> int:
 
 
 async def stop_multinode(profile: Profile, run_id: str, grace: float, yes: bool) -> int:
+    from sgtui.commands.stop import kept_record
     from sgtui.remote.connection import RemoteError
+    from sgtui.remote.run_store import RunStore
 
     nodes = open_nodes(profile)
+    store = RunStore()
+    kept: list[str] = []  # one line per node found only in this machine's records (its run dir is gone)
     try:
         try:
             records = await nodes.find_run(run_id)
+            for rank in sorted(set(range(len(nodes.nodes))) - {r.node_rank or 0 for r in records}):
+                found = await kept_record(store, nodes.node(rank).manager, run_id, rank)
+                if found is not None:
+                    records.append(found[0])
+                    kept.append(f"  node {rank} {found[0].host} ({found[0].target.label}): {found[1]}")
         except RemoteError as exc:
             print(f"sgtui stop: {exc}", file=sys.stderr)
             return 1
@@ -138,6 +147,8 @@ async def stop_multinode(profile: Profile, run_id: str, grace: float, yes: bool)
             )
         for rank in missing:
             print(f"  node {rank} {nodes.node(rank).host}: no record of this run there (nothing to stop)")
+        for line in kept:
+            print(line)
         if not yes:
             if not sys.stdin.isatty():
                 print("sgtui stop: no terminal to ask on; pass --yes to stop without asking", file=sys.stderr)
@@ -160,6 +171,7 @@ async def stop_multinode(profile: Profile, run_id: str, grace: float, yes: bool)
         results = await nodes.stop(records, grace, progress)
     finally:
         await nodes.pool.close()
+    store.mark_ended(r for r, result in results if not isinstance(result, BaseException) and result.clean)
     clean = True
     for record, result in results:
         where = f"node {record.node_rank} ({record.host})"

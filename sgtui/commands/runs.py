@@ -109,6 +109,9 @@ def target_text(target: Target) -> str:
     return "host" if target.kind == "host" else f"{target.kind}:{target.id}"
 
 
+_LIVE = frozenset({"running", "foreign"})  # RunState values whose local record is not marked ended
+
+
 def state_name(status: RunStatus) -> str:
     from sgtui.remote.runs import RunState
 
@@ -172,13 +175,32 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_runs(resolve_place(args), as_json=args.json, prune=prune, keep=keep))
 
 
-async def listed(manager: RunManager) -> list[tuple[RunRecord, RunStatus]]:
-    """Every run with its status, newest first (a foreign record's status is never asked for)."""
+async def listed(manager: RunManager, notes: list[str] | None = None) -> list[tuple[RunRecord, RunStatus]]:
+    """Every run with its status, newest first (a foreign record's status is never asked for). With
+    `notes`: also the runs still running that the target no longer lists but this machine kept a record
+    of at launch (their run dir was removed: `RunStatus.note` says so), each with a note naming the file;
+    a damaged local record adds its line to `notes`. Runs seen ended are marked so in the local store
+    (remote/run_store.py), so its records age out."""
     import asyncio
 
+    from sgtui.remote.run_store import Kept, RunStore
+    from sgtui.remote.runs import RunState
+
     records = list(reversed(await manager.list_runs()))
-    statuses = await asyncio.gather(*(manager.status(r) for r in records))
-    return list(zip(records, statuses, strict=True))
+    store = RunStore()
+    found: list[Kept] = []
+    if notes is not None:
+        found, problems = store.live_at(manager.host, manager.target, skip=(r.key for r in records))
+        notes += [f"sgtui runs: {problem}" for problem in problems]
+    everything = records + [k.record for k in found]
+    statuses = await asyncio.gather(*(manager.status(r) for r in everything))
+    store.mark_ended(r for r, s in zip(everything, statuses, strict=True) if s.state.value not in _LIVE)
+    rows = list(zip(records, statuses, strict=False))
+    for kept, status in zip(found, statuses[len(records) :], strict=True):
+        if status.state is RunState.RUNNING and notes is not None:
+            rows.append((kept.record, status))
+            notes.append(f"sgtui runs: run {kept.record.id}: listed from this machine's record ({kept.path})")
+    return sorted(rows, key=lambda row: row[0].id, reverse=True)
 
 
 async def _runs(place: Place, *, as_json: bool, prune: bool = False, keep: int | None = None) -> int:
@@ -187,8 +209,9 @@ async def _runs(place: Place, *, as_json: bool, prune: bool = False, keep: int |
     from sgtui.remote.connection import RemoteError
 
     conn, manager = open_manager(place)
+    kept_notes: list[str] = []
     try:
-        rows = await listed(manager)
+        rows = await listed(manager, kept_notes)
         if prune:
             from sgtui.remote.run_prune import prune as prune_runs
 
@@ -207,11 +230,15 @@ async def _runs(place: Place, *, as_json: bool, prune: bool = False, keep: int |
         return 1
     finally:
         await conn.close()
-    notes = [
-        f"sgtui runs: refusing run {r.id}: {r.foreign}; it is listed as foreign and never signalled"
-        for r, _ in rows
-        if r.foreign
-    ] + [f"sgtui runs: run {r.id}: {s.note}" for r, s in rows if s.note]
+    notes = (
+        [
+            f"sgtui runs: refusing run {r.id}: {r.foreign}; it is listed as foreign and never signalled"
+            for r, _ in rows
+            if r.foreign
+        ]
+        + [f"sgtui runs: run {r.id}: {s.note}" for r, s in rows if s.note]
+        + kept_notes
+    )
     if as_json:
         print(json.dumps([run_json(r, s) for r, s in rows], ensure_ascii=False))
         for note in notes:

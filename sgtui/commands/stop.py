@@ -7,12 +7,22 @@ drain and stop its own children, then TERM to the group, then KILL, and a check 
 is left, including processes that left its group (same session, or carrying its SGTUI_RUN_ID). Prints
 the time of each step. A run that has already ended gets one line saying so, and no question. Exit 0
 when stopped (or already ended), 1 when something is left, 2 on bad input or a record it refuses.
+
+A run the target no longer lists (its run dir was removed while it runs) is found in the copy of its
+record sgtui kept on this machine when it launched it (remote/run_store.py), said so, and then goes
+through the same checks: the target verifies pid, process start time and boot id, and that the process
+is sgtui's runner for that run dir's log, before anything is signalled.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sgtui.remote.run_store import RunStore
+    from sgtui.remote.runs import RunManager, RunRecord
 
 HELP = (
     "stop one run: TERM its server's main process, let it drain, then TERM and KILL its process group; "
@@ -67,17 +77,22 @@ def _ask(question: str) -> bool:
 async def _stop(place: object, run_id: str, grace: float, yes: bool) -> int:
     from sgtui.commands.runs import Place, open_manager
     from sgtui.remote.connection import RemoteError
+    from sgtui.remote.run_store import RunStore
     from sgtui.remote.runs import ForeignRunError, PidReusedError
 
     assert isinstance(place, Place)
     conn, manager = open_manager(place)
+    store = RunStore()
     try:
         records = {r.id: r for r in await manager.list_runs()}
         record = records.get(run_id)
+        if record is None and (kept := await kept_record(store, manager, run_id)):
+            record, said = kept
+            print(f"run {run_id} on {place.host} ({place.target.label}) is {said}")
         if record is None:
             print(
-                f"sgtui stop: no run {run_id} on {place.host} ({place.target.label}) in {manager.runs_dir}; "
-                "`sgtui runs` lists the runs there",
+                f"sgtui stop: no run {run_id} on {place.host} ({place.target.label}) in {manager.runs_dir}, "
+                f"nor in the records this machine kept ({store.root}); `sgtui runs` lists the runs there",
                 file=sys.stderr,
             )
             return 2
@@ -86,9 +101,11 @@ async def _stop(place: object, run_id: str, grace: float, yes: bool) -> int:
             preview = await manager.preview(record)
         except PidReusedError as exc:
             print(f"sgtui stop: {exc}")
+            store.mark_ended([record])
             return 0
         if not preview.alive and not preview.outside:
             print(f"{run_id} had already ended; nothing was signalled")
+            store.mark_ended([record])
             return 0
         print(f"stop {run_id} on {place.host} ({place.target.label}):")
         for line in preview.lines():
@@ -109,6 +126,8 @@ async def _stop(place: object, run_id: str, grace: float, yes: bool) -> int:
         return 1
     finally:
         await conn.close()
+    if result.clean:
+        store.mark_ended([record])
     if result.result == "not-running":
         print(f"{run_id} had already ended; nothing was signalled")
     elif result.result == "stopped":
@@ -122,6 +141,42 @@ async def _stop(place: object, run_id: str, grace: float, yes: bool) -> int:
     for left in result.left:
         print(f"still alive outside its process group: {left.describe()}", file=sys.stderr)
     return 0 if result.clean else 1
+
+
+async def kept_record(
+    store: RunStore, manager: RunManager, run_id: str, node_rank: int | None = None
+) -> tuple[RunRecord, str] | None:
+    """The run's record as this machine kept it at launch, for a run the target's listing lacks (with
+    `node_rank`: that node's), and a sentence saying why the listing lacks it (the status from the
+    record: "its run dir ... was removed") and which file was used. A damaged file raises RunStoreError
+    (exit 2, naming it); several nodes of one run on one target are left to `--profile`."""
+    from sgtui.core.errors import UserError
+
+    kept = [
+        k
+        for k in store.find(run_id, manager.host, manager.target)
+        if node_rank is None or k.record.node_rank == node_rank
+    ]
+    if not kept:
+        return None
+    if len(kept) > 1:
+        raise UserError(
+            f"run {run_id} has {len(kept)} nodes on {manager.where} in this machine's records "
+            f"({', '.join(str(k.path) for k in kept)}); stop it with --profile and its multi-node profile"
+        )
+    record = kept[0].record
+    status = await manager.status(record)
+    parent = record.run_dir.rsplit("/", 1)[0]
+    why = status.note or (
+        f"its run dir {record.run_dir} is missing"
+        if parent == manager.runs_dir
+        else f"it was launched into {parent}, not {manager.runs_dir}"
+    )
+    said = (
+        f"not in the listing of {manager.runs_dir}: {why}; using the record this machine kept when sgtui "
+        f"launched it ({kept[0].path})"
+    )
+    return record, said
 
 
 def _progress(seconds: float, members: int) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sgtui.core.nvsmi import GpuProcess
-from sgtui.remote.run_records import LOG_NAME
+from sgtui.remote.run_records import LOG_NAME, RunRecord
 from sgtui.remote.targets import Target, explain_failure
 from sgtui.remote.transport import RemoteError, Result
 
@@ -41,6 +41,20 @@ class GpusBusyError(RunError):
     def __init__(self, message: str, holders: list[GpuProcess]) -> None:
         super().__init__(message)
         self.holders = holders
+
+
+def where_of(host: str, target: Target) -> str:
+    """How messages name a run's place: the host, and the container on it when it is in one."""
+    return f"{host} {target.label}" if target.kind != "host" else host
+
+
+def refuse_foreign(run: RunRecord, where: str, doing: str) -> None:
+    """Raise ForeignRunError unless `run` is one this user may act on (`where`: host and target)."""
+    why = run.foreign
+    if why is None and run.start is None:
+        why = "its record has no start time (start: null), so its pid cannot be told from a reused one"
+    if why is not None:
+        raise ForeignRunError(f"{where}: refusing to {doing} run {run.id}: {why}; nothing was done")
 
 
 def launch_failure(

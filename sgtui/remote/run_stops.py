@@ -1,5 +1,6 @@
 """What a stop would hit (`StopPreview`, read before asking) and what it did (`StopResult`: its steps
-with their times, what it left behind), as read back from the target's stop and preview scripts."""
+with their times, what it left behind), as read back from the target's stop and preview scripts (which
+run_stopper.py's `RunStopper` runs)."""
 
 from __future__ import annotations
 

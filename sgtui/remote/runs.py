@@ -17,8 +17,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-import asyncssh
-
 from sgtui.core import runscripts, shell
 from sgtui.remote.connection import RemoteError, Result, Transport
 from sgtui.remote.gpu import GpuSampler, GpuSnapshot
@@ -29,6 +27,8 @@ from sgtui.remote.run_errors import (
     PidReusedError,
     RunError,
     launch_failure,
+    refuse_foreign,
+    where_of,
 )
 from sgtui.remote.run_gpus import wait_gpus_free
 from sgtui.remote.run_prune import PruneResult, prune
@@ -41,13 +41,12 @@ from sgtui.remote.run_records import (
     StopPreview,
     StopResult,
     checked_ids,
-    left_from_marker,
     node_name,
     parse_run_listing,
-    preview_from_marker,
     status_from_marker,
-    steps_from_marker,
 )
+from sgtui.remote.run_stopper import RunStopper
+from sgtui.remote.run_store import RunStore, keep_locally
 from sgtui.remote.tail import LogChunk, follow, read_rest
 from sgtui.remote.targets import Target, container_ended, container_restarted_since, explain_failure
 
@@ -99,6 +98,8 @@ class RunManager:
         # ended runs kept per target (run_prune.py): the profile's, else hosts.yaml's, else the default
         host_keep = getattr(conn.host, "keep_runs", None)
         self.keep_runs: int = keep_runs or host_keep or runscripts.KEEP_RUNS_DEFAULT
+        # previews and stops (run_stopper.py); `status` looked up when called, as a method of this class
+        self.stopper = RunStopper(conn, target, self._script, lambda run: self.status(run))
 
     @property
     def host(self) -> str:
@@ -106,7 +107,7 @@ class RunManager:
 
     @property
     def where(self) -> str:
-        return f"{self.host} {self.target.label}" if self.target.kind != "host" else self.host
+        return where_of(self.host, self.target)
 
     async def _script(
         self, script: str, doing: str, timeout: float | None = 60
@@ -119,11 +120,7 @@ class RunManager:
 
     def refuse(self, run: RunRecord, doing: str) -> None:
         """Raise ForeignRunError unless `run` is one this user may act on."""
-        why = run.foreign
-        if why is None and run.start is None:
-            why = "its record has no start time (start: null), so its pid cannot be told from a reused one"
-        if why is not None:
-            raise ForeignRunError(f"{self.where}: refusing to {doing} run {run.id}: {why}; nothing was done")
+        refuse_foreign(run, self.where, doing)
 
     async def launch(
         self,
@@ -138,7 +135,8 @@ class RunManager:
     ) -> RunRecord:
         """Start argv detached into a fresh run directory and log; returns once pid/pgid are known.
         A launch that fails before the server started leaves no run directory behind. `profile_name` is
-        recorded in command.json (the runs lists show it)."""
+        recorded in command.json (the runs lists show it). Every record a launch returns is also kept on
+        the jump box (`run_store.py`), so the run stays stoppable after its run dir on the target is gone."""
         if not argv or not argv[0].startswith("/"):
             raise shell.ShellError(
                 f"the command must start with an absolute interpreter path, got {argv[0] if argv else ''!r}: "
@@ -196,7 +194,7 @@ class RunManager:
                 "then stop it from this screen"
             )
         await self._prune_quietly()
-        return RunRecord(
+        record = RunRecord(
             id=run_id,
             host=self.host,
             target=self.target,
@@ -212,6 +210,8 @@ class RunManager:
             node_rank=node_rank,
             profile=profile_name or None,
         )
+        keep_locally(record)
+        return record
 
     async def _after_cut(self, name: str, run_id: str, why: str) -> RunRecord:
         """The launch script was cut off: look for its run on the host (the connection reconnects by
@@ -226,6 +226,7 @@ class RunManager:
         except RemoteError:
             found = None
         if found is not None and found.foreign is None and found.start is not None:
+            keep_locally(found)
             return found
         raise LaunchUnknownError(
             f"{self.where}: the connection was lost while launching run {run_id} ({why}); the server runs "
@@ -236,8 +237,12 @@ class RunManager:
 
     async def prune(self, keep: int | None = None) -> PruneResult:
         """Remove this target's ended runs beyond the newest `keep` (default `keep_runs`): never a
-        running or a foreign one (run_prune.py)."""
-        return await prune(self, keep or self.keep_runs)
+        running or a foreign one (run_prune.py). The jump box's copies of the removed runs are marked
+        ended, so they age out of the local store."""
+        done = await prune(self, keep or self.keep_runs)
+        if done.removed:
+            RunStore().mark_pruned(self.host, self.target, done.removed)
+        return done
 
     async def _prune_quietly(self) -> None:
         """After a launch: prune once the target holds more runs than it keeps (a failure to prune
@@ -285,86 +290,15 @@ class RunManager:
         return status
 
     async def preview(self, run: RunRecord) -> StopPreview:
-        """What a stop of `run` would hit: its group leader's owner, age and command line next to the
-        recorded argv (with a warning when they differ), and how many of its processes left the group."""
-        self.refuse(run, "preview a stop of")
-        marker, _ = await self._script(
-            runscripts.preview_script(run.pgid, run.start, run.boot, run_dir=run.run_dir, run_id=run.key),
-            f"look at run {run.id}",
-        )
-        if marker.get("result") == "foreign":
-            raise ForeignRunError(f"{self.where}: refusing run {run.id}: {marker.get('foreign')}")
-        if str(marker.get("reused", "0")) != "0":
-            raise PidReusedError(self._reused_message(run))
-        return preview_from_marker(run, marker)
-
-    def _reused_message(self, run: RunRecord) -> str:
-        return (
-            f"{self.host}: pid {run.pgid} of run {run.id} now belongs to another process, so the run "
-            "itself has ended; nothing was signalled (check the GPU holders if memory is still in use)"
-        )
+        """What a stop of `run` would hit (run_stopper.py)."""
+        return await self.stopper.preview(run)
 
     async def stop(
-        self,
-        run: RunRecord,
-        grace: float = 10.0,
-        on_progress: Callable[[float, int], None] | None = None,
+        self, run: RunRecord, grace: float = 10.0, on_progress: Callable[[float, int], None] | None = None
     ) -> StopResult:
-        """TERM the server's main process and give it `grace` s to drain and end (SGLang stops its own
-        children), then TERM the group, then KILL; confirm nothing is left (runscripts.stop_script).
-        `StopResult.steps` has the time of each step. The stop records itself in the run dir first, so
-        the run then reads STOPPED.
-
-        `on_progress(seconds_since_term, live_members)` is called about every 0.25 s while waiting.
-        Raises PidReusedError (nothing is signalled) when the pid belongs to another process now, and
-        ForeignRunError for a record that is not ours (checked again on the target). `StopResult.left`
-        names the run's processes still alive outside its group.
-        """
-        self.refuse(run, "stop")
-        t0 = time.monotonic()
-        script = runscripts.stop_script(
-            run.pgid, run.start, run.boot, grace, run_dir=run.run_dir, run_id=run.key
-        )
-        lines: list[str] = []
-        try:
-            async with self.conn.stream(self.target.script(script), long_lived=False) as proc:
-                pending = b""
-                while True:
-                    data = await proc.read(4096)
-                    if not data:
-                        break
-                    *complete, pending = (pending + data).split(b"\n")
-                    for raw in complete:
-                        line = raw.decode("utf-8", "replace")
-                        lines.append(line)
-                        progress = runscripts.parse_progress(line)
-                        if progress is not None and on_progress is not None:
-                            on_progress(*progress)
-        except (asyncssh.Error, OSError) as exc:
-            raise RunError(
-                f"{self.host}: connection lost while stopping run {run.id} ({exc}); the stop goes on on "
-                "the host (TERM, then KILL after the grace): check its status once reconnected"
-            ) from None
-        marker = shell.parse_marker("\n".join(lines))
-        if marker is None:
-            failed = Result("\n".join(lines), "", None)
-            if self.target.kind != "host" and (await self.status(run)).why:  # its container is gone
-                return StopResult("not-running", None, 0, time.monotonic() - t0)
-            raise RunError(explain_failure(self.host, self.target, failed, f"stop run {run.id}"))
-        if marker.get("result") == "foreign":
-            raise ForeignRunError(
-                f"{self.where}: refusing to stop run {run.id}: {marker.get('foreign')}; nothing was signalled"
-            )
-        if marker.get("result") == "pid-reused":
-            raise PidReusedError(self._reused_message(run))
-        return StopResult(
-            str(marker["result"]),
-            marker.get("signal"),
-            int(marker.get("members", 0)),
-            time.monotonic() - t0,
-            left_from_marker(marker),
-            steps_from_marker(marker),
-        )
+        """TERM, drain for `grace` s, then the group, then KILL; `on_progress(seconds, live_members)` while
+        waiting (run_stopper.py: `RunStopper.stop`, what it raises and returns)."""
+        return await self.stopper.stop(run, grace, on_progress)
 
     async def tail(self, run: RunRecord, offset: int = 0) -> AsyncIterator[LogChunk]:
         """Follow the run's log from byte `offset` (0 = the beginning), resuming after disconnects."""

@@ -1,4 +1,5 @@
-"""The Backend over sgtui.remote: one ConnectionPool, RunManagers per target, nvidia-smi samplers.
+"""The Backend over sgtui.remote: RunManagers per target, nvidia-smi samplers, over the connections of
+`remote_connections.py` (one ConnectionPool, host keys, passwords).
 
 What it hands the UI is converted by `remote_views.py`."""
 
@@ -9,29 +10,18 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any
 
-from sgtui.core.errors import UserError
 from sgtui.core.nvsmi import GpuProcess
-from sgtui.remote.connection import (
-    AuthError,
-    Connection,
-    ConnectionEvent,
-    ConnectionPool,
-    HostKeyError,
-    RemoteError,
-    Transport,
-    accept_host_key,
-)
+from sgtui.remote.connection import RemoteError, Transport
 from sgtui.remote.gpu import GpuSampler
-from sgtui.remote.hosts import HostConfig, load_hosts
+from sgtui.remote.hosts import HostConfig
 from sgtui.remote.runs import RunManager, RunRecord, RunState, RunStatus
 from sgtui.remote.targets import Target, discover, sglang_version
 from sgtui.ui.backend import RunExit
 from sgtui.ui.holder_refresh import HolderRefresh
+from sgtui.ui.remote_connections import RemoteConnections
 from sgtui.ui.remote_views import (
-    STATE_NAMES,
     gpu_views,
     holder_text,
-    key_entry,
     problem_note,
     run_state_name,
     run_view,
@@ -65,6 +55,8 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
 
 
 class RemoteBackend(ServingBackend):
+    """The hosts' connections are `connections` (remote_connections.py); runs, GPUs, targets are here."""
+
     def __init__(
         self,
         hosts: dict[str, HostConfig] | None = None,
@@ -74,16 +66,8 @@ class RemoteBackend(ServingBackend):
         stop_grace_s: float = 10.0,
         **conn_options: Any,
     ) -> None:
-        self._problems: list[str] = []
-        self._password_prompt: Callable[[str], Awaitable[str | None]] | None = None
-        self._key_answers: dict[str, asyncio.Future[bool]] = {}
-        if hosts is None:
-            try:
-                hosts = load_hosts()
-            except UserError as exc:
-                self._problems.append(str(exc))
-                hosts = {}
-        self.pool = ConnectionPool(hosts, password_cb=self._ask_password, **conn_options)
+        self.connections = RemoteConnections(hosts, **conn_options)
+        self.pool = self.connections.pool
         self.runs_dir = runs_dir
         self.gpu_interval_ms = gpu_interval_ms
         self.stop_grace_s = stop_grace_s
@@ -91,31 +75,11 @@ class RemoteBackend(ServingBackend):
         # per host and target, the listed runs that ended for good: not asked about again (`runs`)
         self._ended: dict[tuple[str, str], dict[tuple[str, int, int | None, str], RunStatus]] = {}
 
-    async def _ask_password(self, prompt: str) -> str | None:
-        return None if self._password_prompt is None else await self._password_prompt(prompt)
-
     def set_password_prompt(self, prompt: Callable[[str], Awaitable[str | None]]) -> None:
-        self._password_prompt = prompt
+        self.connections.set_password_prompt(prompt)
 
     def trust_host_key(self, host: str, trusted: bool) -> None:
-        answer = self._key_answers.get(host)
-        if answer is not None and not answer.done():
-            answer.set_result(trusted)
-
-    async def _decide_host_key(self, host: str, exc: HostKeyError) -> bool:
-        """Ask (through the "unknown-key" state) whether to trust a first-seen key; record it if so."""
-        answer = asyncio.get_running_loop().create_future()
-        self._key_answers[host] = answer
-        try:
-            trusted = await answer
-        finally:
-            self._key_answers.pop(host, None)
-        if trusted and exc.key is not None:
-            accept_host_key(exc.host, exc.key)
-            conn = self._conn(host)
-            if isinstance(conn, Connection):
-                conn.reset()
-        return trusted
+        self.connections.trust_host_key(host, trusted)
 
     def _conn(self, host: str) -> Transport:
         return self.pool.get(host)
@@ -135,48 +99,10 @@ class RemoteBackend(ServingBackend):
         return RunManager(self._conn(host), target, runs_dir, keep_runs=keep_runs)
 
     def hosts(self) -> tuple[list[HostView], list[str]]:
-        views = [HostView(name, cfg.hostname, cfg.source) for name, cfg in self.pool.hosts.items()]
-        notes = [cfg.match_exec_note for cfg in self.pool.hosts.values() if cfg.skipped_exec]
-        return views, [*self._problems, *notes]
+        return self.connections.hosts()
 
-    async def connection_states(self, host: str) -> AsyncIterator[tuple[str, str]]:
-        conn = self._conn(host)
-        queue: asyncio.Queue[ConnectionEvent] = asyncio.Queue()
-        unsubscribe = conn.subscribe(queue)
-        try:
-            while True:
-                yield ("connecting", "")
-                try:
-                    await conn.connect()
-                except HostKeyError as exc:
-                    if exc.changed:  # never accepted from here: a modal names the recorded entry
-                        yield ("key-changed", f"{exc}\n{key_entry(exc)}")
-                        return
-                    if exc.key is None:
-                        yield ("failed", str(exc))
-                        return
-                    yield ("unknown-key", f"{exc.key.get_algorithm()} {exc.fingerprint}")
-                    if not await self._decide_host_key(host, exc):
-                        yield ("failed", "host key not trusted: nothing was sent to the host")
-                        return
-                    continue
-                except AuthError as exc:
-                    yield ("failed", str(exc))
-                    return
-                except (RemoteError, OSError) as exc:
-                    yield ("failed", str(exc))
-                    await asyncio.sleep(10.0)
-                    continue
-                yield ("connected", "")
-                break
-            while True:
-                event = await queue.get()
-                detail = event.message
-                if event.retry_in is not None:
-                    detail = f"{detail} (retry in {event.retry_in:.0f} s)".strip()
-                yield (STATE_NAMES.get(event.state, event.state.value), detail)
-        finally:
-            unsubscribe()
+    def connection_states(self, host: str) -> AsyncIterator[tuple[str, str]]:
+        return self.connections.connection_states(host)
 
     async def machine(self, host: str) -> str | None:
         from sgtui.remote.identity import machine_identity
@@ -184,9 +110,7 @@ class RemoteBackend(ServingBackend):
         return await machine_identity(self._conn(host))
 
     def retry(self, host: str) -> None:
-        conn = self._conn(host)
-        if isinstance(conn, Connection):
-            conn.reset()
+        self.connections.retry(host)
 
     async def containers(self, host: str) -> list[ContainerView]:
         found = await discover(self._conn(host))
@@ -395,7 +319,7 @@ class RemoteBackend(ServingBackend):
                 yield f"waiting for GPUs {which} to be free: {holders or 'memory still in use'}"
 
     async def close(self) -> None:
-        await self.pool.close()
+        await self.connections.close()
 
 
 def _identity(record: RunRecord) -> tuple[str, int, int | None, str]:

@@ -2,10 +2,13 @@
 load probe, over the same SSH connection as everything else (sgtui.remote.serving / loadgen).
 
 One `ServingReader` per run keeps the previous scrape (rates and window percentiles need two); the
-server's address as seen from its host is looked up once per run."""
+server's address as seen from its host is looked up once per run. The poll tells which runs are still
+read (`forget_serving`, each second): the readers of the rest are closed and dropped, so a long session
+keeps readers for its ready followed runs only."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from sgtui.ui.views import RunView
@@ -42,8 +45,17 @@ class ServingBackend:
         if reader is None:
             record, manager = self._record_manager(run)
             address = await service_address(self._conn(run.host), manager.target)
-            reader = readers[run.run_id] = ServingReader(self._conn(run.host), run_port(record.argv), address)
+            made = ServingReader(self._conn(run.host), run_port(record.argv), address)
+            # the smoke and the first read ask at once: whichever looked the address up second takes the
+            # reader the first made (keeping its previous scrape); its own never opened a connection
+            reader = readers.setdefault(run.run_id, made)
         return reader
+
+    def forget_serving(self, keep: Collection[str]) -> None:
+        """Close and drop the reader of every run not in `keep` (the run ids still polled)."""
+        readers: dict[str, ServingReader] = self.__dict__.get("_serving_readers", {})
+        for run_id in [r for r in readers if r not in keep]:
+            readers.pop(run_id).close()
 
     async def serving(self, run: RunView) -> tuple[ServingSnapshot | None, str | None]:
         """The run's numbers since the last call (None without --enable-metrics, with why)."""

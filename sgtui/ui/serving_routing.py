@@ -1,11 +1,15 @@
 """The serving side of the app (mixed into `SgtuiApp`): the 1 Hz poll of ready runs' numbers lands on
 their `RunSession.serving`, the smoke answer and the load probe's progress too; the serving panel, the
-runs table and the fleet rows redraw from there. `b` starts a load probe on the run in view (one at a
-time, group "bench"); Esc cancels it."""
+runs table and the fleet rows redraw from there. Each ready run's smoke request runs in its own worker
+(group "smoke"), so a slow one holds up no run's numbers. `b` starts a load probe on the run in view
+(one at a time, group "bench"); Esc cancels it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from textual.worker import Worker
 
 from sgtui.ui import messages as m
 from sgtui.ui.views import RunView
@@ -24,9 +28,13 @@ class ServingRouting(Base):
         from sgtui.ui.workers.serving import poll_serving
 
         self.run_worker(
-            poll_serving(self.backend, lambda: list(self.followed), self.post_message),
+            poll_serving(self.backend, lambda: list(self.followed), self.post_message, self._start_smoke),
             group="serving", name="serving", exit_on_error=False,
         )  # fmt: skip
+
+    def _start_smoke(self, work: Coroutine[Any, Any, None], name: str) -> Worker[None]:
+        """A ready run's smoke request, in its own worker (group "smoke") beside the poll."""
+        return self.run_worker(work, group="smoke", name=name, exit_on_error=False)
 
     def rate_of(self, run: RunView) -> str:
         session = self.followed.get(run.run_id)

@@ -152,7 +152,18 @@ def test_launch_watch_ends_with_exit_1_on_a_stall() -> None:
     out = io.StringIO()
     run, record = FakeRun([ARGS, *DIST_INIT], rc=None), _Record("/tmp/run/log")
     printer = launch.Printer(json_events=True, out=out)
-    code, _ = run_watch(run, record, printer, timeout=None, stall_after=0.05)
+
+    ticks = [0.0]
+
+    def clock() -> float:
+        """No time passes until the log's lines are in, then a second a reading: the limit passes right
+        after the last line (a wall clock made this depend on how long the watch's own imports took
+        before the first chunk arrived)."""
+        if run.delivered == len(run.lines):
+            ticks[0] += 1.0
+        return ticks[0]
+
+    code, _ = run_watch(run, record, printer, timeout=None, stall_after=0.05, clock=clock)
     assert code == 1
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     kinds = [e["event"] for e in events]

@@ -7,8 +7,9 @@ One analysis path for the TUI, `sgtui explain` and `sgtui launch --watch` (see c
 Modules: prefix (line hygiene and every prefix era), rules (milestone and number parsers), server_args (the
 launch's settings), failures (error lines and fatal signals), traceback (frames -> phase, the line that ends a
 traceback), facts (which statement of a number wins; minimum over ranks), ranks, state (phases, milestones,
-`StartupState`), rootcause, stall, milestones / info (line handlers), classifier, analysis (verdict, bounded
-whole-file reading), diagnosis/ (per error class).
+`StartupState`), rootcause, stall, milestones / info / traffic (line handlers), phases (`PhaseLog`: what
+they found that moves the startup on), signals (`FailureLog`: what went wrong), classifier, analysis
+(verdict, bounded whole-file reading), diagnosis/ (per error class).
 """
 
 from sgtui.core.logs.analysis import LogAnalysis, classify_file, classify_text

@@ -23,6 +23,7 @@ from sgtui.core.logs.failures import failure, termed_child
 from sgtui.core.logs.gaps import GapWatch
 from sgtui.core.logs.info import comment, info_line, progress
 from sgtui.core.logs.milestones import milestone_line
+from sgtui.core.logs.phases import PhaseLog
 from sgtui.core.logs.prefilter import may_matter
 from sgtui.core.logs.prefix import (
     LINE_CAP,
@@ -35,15 +36,7 @@ from sgtui.core.logs.prefix import (
 from sgtui.core.logs.server_args import ArgsDump, looks_like_command, parse_command_flags
 from sgtui.core.logs.signals import CHAIN_MARKERS, FailureLog
 from sgtui.core.logs.stall import StallWatch
-from sgtui.core.logs.state import (
-    MILESTONE_PHASE,
-    PHASES,
-    STOPPED,
-    LogEvent,
-    Milestone,
-    StartupState,
-    parse_seconds,
-)
+from sgtui.core.logs.state import STOPPED, LogEvent, StartupState
 from sgtui.core.logs.traceback import TraceTracker, exception_line
 from sgtui.core.logs.traffic import first_answer, first_batch, first_decode
 
@@ -51,7 +44,6 @@ if TYPE_CHECKING:
     from sgtui.core.logs.analysis import LogAnalysis
 
 _PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
-_MAX_WARNINGS = 50
 PROGRESS_NEEDLES = ("checkpoint shards", "Capturing batches", "%|")
 
 
@@ -67,16 +59,15 @@ class LogClassifier:
         self.last_prefill: tuple[int, str] | None = None  # the last "Prefill batch" line (number, text)
         self.stall = StallWatch(clock, stall_after)
         self.gaps = GapWatch(self.stall)
+        self.phases = PhaseLog(self.state, self.stall, self.trace)  # milestones, phases, progress, warnings
         self.awaiting_first_answer = False
         self.load_ends: dict[str, int] = {}
-        self.last_progress: tuple[Any, ...] | None = None
         self.args: ArgsDump | None = None  # a server_args dump hard-wrapped over lines, still open
         self._buf = ""
         self._buf_overflow = False
         self._ranks: tuple[str, ...] = ()
         self._ranks_kept: tuple[str, ...] = ()
         self._in_message = False
-        self._last_milestone_line = 0
         self.batches_seen = False
         self.decoding = False
         self._last_record_line = 0
@@ -125,7 +116,7 @@ class LogClassifier:
         self._flush(events)
         if not self._finished:
             self._finished = True
-            self.failures.at_end(self._last_record_line, self._last_milestone_line, events)
+            self.failures.at_end(self._last_record_line, self.phases.last_milestone_line, events)
             if not self.batches_seen:  # a server running batches is past its startup
                 self.gaps.at_end(self.state, self.line_count)
         return events
@@ -314,61 +305,7 @@ class LogClassifier:
         if dump is not None:
             self.facts(dump.facts(), dump.source)
 
-    # ---- state changes (also used by milestones.py and info.py) -------------------------------------------
-
-    def milestone(
-        self,
-        kind: str,
-        n: int,
-        time: str | None,
-        ranks: tuple[str, ...],
-        values: dict[str, Any],
-        body: str,
-        events: list[LogEvent],
-    ) -> None:
-        rank = " ".join(ranks) or None
-        self.trace.open = None
-        self._last_milestone_line = n
-        milestone = self.state.milestones.get(kind)
-        if milestone is None:
-            seconds = parse_seconds(time)
-            milestone = Milestone(kind, n, time, seconds, rank, values)
-            self.state.milestones[kind] = milestone
-            events.append(LogEvent(n, time, ranks, kind, values, body[:300]))
-            self.stall.progressed(self.state)
-            self.advance(MILESTONE_PHASE[kind], n, time, seconds, events)
-        if rank and rank not in milestone.ranks:
-            milestone.ranks.add(rank)
-            self.stall.progressed(self.state)  # another rank got this far
-
-    def advance(
-        self, phase: str, n: int, time: str | None, seconds: float | None, events: list[LogEvent]
-    ) -> None:
-        state = self.state
-        index, current = PHASES.index(phase), PHASES.index(state.reached)
-        if index >= current and seconds is not None and phase not in state.phase_start:
-            state.phase_start[phase] = seconds
-        if index <= current:
-            return
-        state.reached = phase
-        self.stall.entered(phase, state)
-        if state.phase not in ("failed", "exited"):
-            state.phase = phase
-            events.append(LogEvent(n, time, (), "phase", {"phase": phase}))
-
-    def progress_event(
-        self, phase: str, values: dict[str, Any], event: LogEvent, events: list[LogEvent]
-    ) -> None:
-        self.state.progress[phase] = values
-        self.stall.progressed(self.state, values)
-        events.append(event)
-
-    def warn(self, n: int, body: str) -> None:
-        """Keep a warning once: every rank prints the same one."""
-        text = body[:300]
-        warnings = self.state.warnings
-        if len(warnings) < _MAX_WARNINGS and all(text != known for _, known in warnings[-8:]):
-            warnings.append((n, text))
+    # ---- facts and the server_args dump (also used by milestones.py and info.py) ---------------------------
 
     def fact(self, name: str, value: Any, source: int) -> None:
         self.store.set(name, value, source, self._ranks)

@@ -47,10 +47,11 @@ def progress(
     if len(values) == 1:
         return
     key = tuple(values.items())
-    if key == c.last_progress:
+    phases = c.phases
+    if key == phases.last_progress:
         return
-    c.last_progress = key
-    c.progress_event(phase, values, LogEvent(n, time, ranks, "progress", values, body[:200]), events)
+    phases.last_progress = key
+    phases.progress(phase, values, LogEvent(n, time, ranks, "progress", values, body[:200]), events)
 
 
 def info_line(
@@ -92,7 +93,7 @@ def info_line(
     elif "Disabling radix cache since speculative" in body:
         c.state.notes.add("radix_disabled_for_speculative")
     elif "fewer than --context-length" in body or "is larger than the profiled value" in body:
-        c.warn(n, body)
+        c.phases.warn(n, body)
         m = rules.PROFILED.search(body)
         if m:
             # "max_total_tokens=131072 is larger than the profiled value -561981": a negative profile

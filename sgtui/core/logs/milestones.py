@@ -26,7 +26,7 @@ def milestone_line(
             c.facts(dump.facts(), FROM_ARGS)
         else:
             c.open_args(dump)  # hard-wrapped: the next lines continue it
-        c.milestone("server_args", n, time, ranks, {}, body, events)
+        c.phases.milestone("server_args", n, time, ranks, {}, body, events)
         return True
     if "Init torch distributed" in body or "Memory baseline taken" in body or "Init nccl begin" in body:
         if body.startswith("Memory baseline taken"):
@@ -36,14 +36,14 @@ def milestone_line(
         if m:
             values["mem_usage_gib"] = rules.num(m.group(1))
             c.fact("distributed_init_mem_gib", values["mem_usage_gib"], FROM_RUNTIME)
-        c.milestone("init_torch_distributed", n, time, ranks, values, body, events)
+        c.phases.milestone("init_torch_distributed", n, time, ranks, values, body, events)
         return True
     if "oad weight begin" in body:  # "Load weight begin. avail mem=..."; 0.1.x "load weight begin."
         m = rules.LOAD_BEGIN.search(body)
         values = {"avail_gib": rules.num(m.group(1))} if m else {}
         if m and not is_draft_load(c, ranks, peek=True):
             c.fact("load_weight_begin_avail_gib", values["avail_gib"], FROM_RUNTIME)
-        c.milestone("load_weight_begin", n, time, ranks, values, body, events)
+        c.phases.milestone("load_weight_begin", n, time, ranks, values, body, events)
         return True
     if "oad weight end" in body:
         values = rules.parse_load_end(body)
@@ -59,7 +59,7 @@ def milestone_line(
             c.fact("dtype", values.get("dtype"), FROM_RUNTIME)
             c.fact("quantization_loaded", values.get("quant"), FROM_RUNTIME)
             c.fact("weight_load_s", values.get("elapsed_s"), FROM_RUNTIME)
-        c.milestone("load_weight_end", n, time, ranks, values, body, events)
+        c.phases.milestone("load_weight_end", n, time, ranks, values, body, events)
         return True
     if "KV Cache" in body:
         m = rules.KV_CACHE.search(body)
@@ -84,7 +84,7 @@ def milestone_line(
             c.fact("v_size_gib", values.get("v_size_gib"), FROM_RUNTIME)
             c.fact("kv_size_gib", values.get("kv_size_gib"), FROM_RUNTIME)
             c.fact("kv_cache_dtype", dtype, FROM_RUNTIME)
-        c.milestone("kv_cache_allocated", n, time, ranks, values, body, events)
+        c.phases.milestone("kv_cache_allocated", n, time, ranks, values, body, events)
         return True
     if body.startswith("SWAKVPool "):
         # "SWAKVPool mem usage: 79.94 GB, swa size: 798276, full size: 997846" (0.5.9+): both pools at
@@ -121,7 +121,7 @@ def milestone_line(
             values["intermediate_conv_gib"] = rules.num(inter_conv)
             c.fact("mamba_intermediate_ssm_gib", values["intermediate_ssm_gib"], FROM_RUNTIME)
             c.fact("mamba_intermediate_conv_gib", values["intermediate_conv_gib"], FROM_RUNTIME)
-        c.milestone("mamba_cache_allocated", n, time, ranks, values, body, events)
+        c.phases.milestone("mamba_cache_allocated", n, time, ranks, values, body, events)
         return True
     if "sliding window memory pool" in body:
         m = rules.SWA_POOL.search(body)
@@ -133,27 +133,27 @@ def milestone_line(
             values["full_layer_tokens"] = int(full)
             c.fact("swa_full_layer_tokens", int(full), FROM_RUNTIME)
         c.fact("swa_layer_tokens", int(swa), FROM_RUNTIME)
-        c.milestone("swa_pool", n, time, ranks, values, body, events)
+        c.phases.milestone("swa_pool", n, time, ranks, values, body, events)
         return True
     if "Memory pool end" in body:
         m = rules.AVAIL.search(body)
         values = {"avail_gib": rules.num(m.group(1))} if m else {}
         if m:
             c.fact("memory_pool_end_avail_gib", values["avail_gib"], FROM_RUNTIME)
-        c.milestone("memory_pool_end", n, time, ranks, values, body, events)
+        c.phases.milestone("memory_pool_end", n, time, ranks, values, body, events)
         return True
     if "graph begin" in body and "Capture" in body:
         if "Capture target " in body:  # 0.5.23 names each capture target/draft; 0.5.9 does not
             c.state.notes.add(NEW_STYLE)
         values = rules.parse_graph_line(body)
         c.fact("cuda_graph_begin_avail_gib", values.get("avail_gib"), FROM_RUNTIME)
-        c.milestone("cuda_graph_begin", n, time, ranks, values, body, events)
+        c.phases.milestone("cuda_graph_begin", n, time, ranks, values, body, events)
         return True
     if "graph end" in body and "Capture" in body:
         values = rules.parse_graph_line(body)
         c.fact("cuda_graph_mem_gib", values.get("mem_usage_gib"), FROM_RUNTIME)
         c.fact("cuda_graph_end_avail_gib", values.get("avail_gib"), FROM_RUNTIME)
-        c.milestone("cuda_graph_end", n, time, ranks, values, body, events)
+        c.phases.milestone("cuda_graph_end", n, time, ranks, values, body, events)
         return True
     if "Capture cuda graph bs" in body:
         m = rules.GRAPH_BS.search(body)
@@ -167,18 +167,18 @@ def milestone_line(
         if "max_total_num_tokens" not in values:
             return False
         c.facts(values, FROM_SUMMARY)
-        c.milestone("max_total_num_tokens", n, time, ranks, values, body, events)
+        c.phases.milestone("max_total_num_tokens", n, time, ranks, values, body, events)
         return True
     if "Uvicorn running on" in body:
         m = rules.UVICORN.search(body)
         values = {"scheme": m.group(1) or "http", "host": m.group(2), "port": int(m.group(3))} if m else {}
         if m:
             c.fact("uvicorn_address", f"{values['host']}:{values['port']}", FROM_RUNTIME)
-        c.milestone("uvicorn_running", n, time, ranks, values, body, events)
+        c.phases.milestone("uvicorn_running", n, time, ranks, values, body, events)
         c.awaiting_first_answer = "ready" not in c.state.milestones
         return True
     if "fired up and ready to roll" in body:
-        c.milestone("ready", n, time, ranks, {}, body, events)
+        c.phases.milestone("ready", n, time, ranks, {}, body, events)
         return True
     return False
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def first_batch(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> None:
     c.batches_seen = True
     time = split_prefix(raw)[0]
-    c.advance("serving", n, time, parse_seconds(time), events)
+    c.phases.advance("serving", n, time, parse_seconds(time), events)
 
 
 def first_decode(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> None:
@@ -29,7 +29,7 @@ def first_decode(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> 
     if "ready" not in c.state.milestones and ANSWERED not in c.state.notes:
         c.state.notes.add(SERVED)
         time = split_prefix(raw)[0]
-        c.advance("ready", n, time, parse_seconds(time), events)
+        c.phases.advance("ready", n, time, parse_seconds(time), events)
 
 
 def first_answer(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> None:
@@ -39,4 +39,4 @@ def first_answer(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> 
     if "ready" not in c.state.milestones:
         c.state.notes.add(ANSWERED)
         time, _, _ = split_prefix(raw)
-        c.advance("ready", n, time, parse_seconds(time), events)
+        c.phases.advance("ready", n, time, parse_seconds(time), events)
