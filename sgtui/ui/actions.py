@@ -76,7 +76,12 @@ class Actions(Base):
             fields.first().focus()
 
     def action_filter(self) -> None:
-        self.main.query_one(TabbedContent).active = "log"
+        """/: on the hosts tab, the host filter (name, state, container); anywhere else, the log search."""
+        tabs = self.main.query_one(TabbedContent)
+        if tabs.active == "targets":
+            self.main.query_one("#host-filter", Input).focus()
+            return
+        tabs.active = "log"
         self.log_pane.open_filter()
 
     def action_follow(self) -> None:

@@ -71,3 +71,22 @@ async def test_slash_filters_by_state_o_sorts_by_free_memory_and_the_fit_is_mark
         pane.refresh_fleet()
         rows = dict(zip(("pve", "gpu2"), labels(pane), strict=True))
         assert "✓ fits" in rows["gpu2"] and "✓" not in rows["pve"]
+
+
+async def test_slash_on_the_hosts_tab_types_into_the_host_filter_not_the_log_search(profile: Profile) -> None:
+    """`/` is "search what is in front of you": on the hosts tab the host filter (the keys a user types go
+    there and the tab stays), enter goes back to the list; on the log tab the log search as before."""
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("gpu2") == "failed", what="gpu2's failure")
+        pane = app.query_one(FleetPane)
+        await pilot.press("1", "slash", *"failed")
+        assert app.query_one("#tabs").active == "targets"  # type: ignore[attr-defined]
+        assert pane.query_one("#host-filter", Input).value == "failed"
+        await pilot.pause(0.05)
+        assert [label.split()[1] for label in labels(pane)] == ["gpu2"]
+        await pilot.press("enter")
+        assert app.focused is pane.tree
+        await pilot.press("3", "slash")
+        assert app.query_one("#tabs").active == "log"  # type: ignore[attr-defined]
+        assert app.focused is not None and app.focused.id == "log-search"

@@ -21,6 +21,7 @@ NAVIGATION = (
     ("↑ ↓  tab  shift+tab", "move between fields (flags) or lines (log); the focused one is highlighted"),
     ("esc", "leave a text field: single-letter keys only act outside fields"),
     ("enter", "open: a host or container, a run's log, a log line whole"),
+    ("/ (hosts tab)", "filter hosts by name, state (connected, failed, ...) or container; enter: the list"),
     ("ctrl+p", "command palette: every action by name"),
     ("ctrl+y", "apply the fit's suggestion under a flag"),
 )
