@@ -17,11 +17,12 @@ SHARED_LOGS = REPO.parent / "shared" / "logs"
 @pytest.fixture(autouse=True)
 def _jump_box_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every launch keeps a copy of its record in sgtui's local state dir (remote/run_store.py): in this
-    process it goes to the session's temp dir unless a test set SGTUI_CONFIG_DIR, never the user's own."""
+    process it goes to a temp dir of the test's own (so no test sees another's launches) unless a test set
+    SGTUI_CONFIG_DIR, never the user's own."""
     from sgtui.core import paths
 
     real = paths.state_dir
-    temp = tmp_path_factory.getbasetemp() / "jump-box-state"
+    temp = tmp_path_factory.mktemp("jump-box-state")
     monkeypatch.setattr(paths, "state_dir", lambda: real() if os.environ.get(paths.ENV_VAR) else temp)
 
 

@@ -192,14 +192,24 @@ async def listed(manager: RunManager, notes: list[str] | None = None) -> list[tu
     if notes is not None:
         found, problems = store.live_at(manager.host, manager.target, skip=(r.key for r in records))
         notes += [f"sgtui runs: {problem}" for problem in problems]
-    everything = records + [k.record for k in found]
-    statuses = await asyncio.gather(*(manager.status(r) for r in everything))
-    store.mark_ended(r for r, s in zip(everything, statuses, strict=True) if s.state.value not in _LIVE)
-    rows = list(zip(records, statuses, strict=False))
-    for kept, status in zip(found, statuses[len(records) :], strict=True):
+    statuses = await asyncio.gather(*(manager.status(r) for r in records))
+    # a local record the target cannot answer for (a hand-edited run dir it refuses) is a note naming the
+    # file, never the whole listing's failure
+    asked = await asyncio.gather(*(manager.status(k.record) for k in found), return_exceptions=True)
+    rows = list(zip(records, statuses, strict=True))
+    seen = list(rows)
+    for kept, status in zip(found, asked, strict=True):
+        if isinstance(status, Exception):
+            if notes is not None:
+                notes.append(f"sgtui runs: {kept.path}: the record of run {kept.record.id}: {status}")
+            continue
+        if isinstance(status, BaseException):
+            raise status
+        seen.append((kept.record, status))
         if status.state is RunState.RUNNING and notes is not None:
             rows.append((kept.record, status))
             notes.append(f"sgtui runs: run {kept.record.id}: listed from this machine's record ({kept.path})")
+    store.mark_ended(r for r, s in seen if s.state.value not in _LIVE)
     return sorted(rows, key=lambda row: row[0].id, reverse=True)
 
 

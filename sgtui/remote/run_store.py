@@ -297,5 +297,5 @@ def keep_locally(record: RunRecord) -> None:
     read-only home) logs why and never fails the launch: the target keeps the run's own record."""
     try:
         RunStore().remember(record)
-    except OSError as exc:
+    except Exception as exc:  # the server already runs: nothing here may fail its launch
         _log.warning("sgtui: run %s launched, but its local record could not be saved: %s", record.id, exc)

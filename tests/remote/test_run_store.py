@@ -173,3 +173,33 @@ async def test_every_launch_keeps_its_record_on_the_jump_box(conn: Connection, t
         )
     finally:
         assert (await manager.stop(run, grace=0.5)).clean
+
+
+async def test_a_kept_record_the_target_refuses_is_a_note_naming_it_and_the_listing_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sgtui runs` asks the target about the runs only this machine's records know; one the target cannot
+    answer for (here it raises, as a hand-edited run dir does) is a note naming the file, while the runs
+    the target listed are still listed."""
+    from sgtui.commands.runs import listed
+    from sgtui.remote.runs import RunState, RunStatus
+
+    monkeypatch.setattr(paths, "state_dir", lambda: tmp_path / "state")
+    listed_run, kept_only = _record("20261201-120000-aaaaaa"), _record("20261201-130000-bbbbbb")
+    path = RunStore().remember(kept_only)
+
+    class Manager:
+        host, target = "gpu1", Target("pct", "129")
+
+        async def list_runs(self) -> list[RunRecord]:
+            return [listed_run]
+
+        async def status(self, record: RunRecord) -> RunStatus:
+            if record.id == kept_only.id:
+                raise ValueError("run dir refused")
+            return RunStatus(RunState.RUNNING)
+
+    notes: list[str] = []
+    rows = await listed(Manager(), notes)  # type: ignore[arg-type]
+    assert [record.id for record, _ in rows] == [listed_run.id]
+    assert notes == [f"sgtui runs: {path}: the record of run {kept_only.id}: run dir refused"]
