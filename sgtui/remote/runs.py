@@ -11,6 +11,7 @@ and names what of the run is left outside the group.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
@@ -210,7 +211,7 @@ class RunManager:
             node_rank=node_rank,
             profile=profile_name or None,
         )
-        keep_locally(record)
+        await asyncio.to_thread(keep_locally, record)  # an fsync and a prune: off the event loop (the TUI's)
         return record
 
     async def _after_cut(self, name: str, run_id: str, why: str) -> RunRecord:
@@ -226,7 +227,7 @@ class RunManager:
         except RemoteError:
             found = None
         if found is not None and found.foreign is None and found.start is not None:
-            keep_locally(found)
+            await asyncio.to_thread(keep_locally, found)
             return found
         raise LaunchUnknownError(
             f"{self.where}: the connection was lost while launching run {run_id} ({why}); the server runs "
