@@ -220,10 +220,14 @@ class ServingRead(Message):
 
 
 class SmokeAnswered(Message):
-    def __init__(self, key: str, result: Any) -> None:
+    """The smoke request of run `key` answered; `serving` is the state of the session that asked (a run
+    followed anew is a new session: an answer for the old one is not its)."""
+
+    def __init__(self, key: str, result: Any, serving: Any = None) -> None:
         super().__init__()
         self.key = key
         self.result = result
+        self.serving = serving
 
 
 class BenchProgress(Message):

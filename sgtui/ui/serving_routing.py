@@ -82,6 +82,8 @@ class ServingRouting(Base):
         session = self.followed.get(message.key)
         if session is None or not self.is_running:
             return
+        if message.serving is not None and message.serving is not session.serving:
+            return  # the smoke of an earlier session of this run (followed anew since): not this one's
         session.serving.smoke = message.result
         self._serving_changed(message.key)
         if not message.result.ok:

@@ -144,3 +144,31 @@ def test_the_launch_form_offers_enable_metrics_with_its_help(version: str) -> No
 
     info = flag_catalogue(version)["--enable-metrics"]
     assert info.kind == "bool" and "prometheus metrics" in info.help.lower()
+
+
+async def test_a_smoke_answer_for_an_earlier_session_of_the_run_is_not_shown_on_the_new_one() -> None:
+    """A run followed anew is a new session with its own smoke; the old session's answer, landing after
+    that, must not stand in for the new session's."""
+    from sgtui.core.profiles import load_profile
+    from sgtui.ui import messages as m
+    from sgtui.ui.session.serving import ServingState
+    from tests.ui.conftest import PROFILE
+    from tests.ui.test_snapshots import fixed_fit
+
+    fake = ServingBackend(launch_logs=[ready_log()], gpu_frames=GPU_FRAMES)
+    app = SgtuiApp(
+        fake, load_profile(PROFILE), theme="textual-dark", fit_function=fixed_fit, clock=lambda: NOW
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
+        await launch_anyway(pilot, app)
+        await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
+        session = app.session
+        assert session is not None
+        await wait_for(pilot, lambda: session.serving.smoke is not None, what="its own smoke answer")
+        own = session.serving.smoke
+        app.post_message(m.SmokeAnswered(session.key, SmokeResult(False, None, "old"), ServingState()))
+        app.post_message(m.SmokeAnswered(session.key, SmokeResult(True, 0.2), session.serving))
+        await wait_for(pilot, lambda: session.serving.smoke is not own, what="the second answer")
+        assert session.serving.smoke == SmokeResult(True, 0.2)
+        assert not any("old" in n.message for n in app._notifications)

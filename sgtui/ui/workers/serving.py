@@ -72,7 +72,7 @@ class Smokes:
             result = SmokeResult(False, None, f"POST /generate: no answer in {SMOKE_S:g} s")
         except Exception as exc:
             result = SmokeResult(False, None, str(exc))
-        self.post(m.SmokeAnswered(session.key, result))
+        self.post(m.SmokeAnswered(session.key, result, session.serving))
 
     def close(self) -> None:
         self.keep([])
