@@ -73,7 +73,8 @@ class RemoteBackend(ServingBackend):
         self.stop_grace_s = stop_grace_s
         self._holders_shown: frozenset[str] = frozenset()
         # per host and target, the listed runs that ended for good: not asked about again (`runs`)
-        self._ended: dict[tuple[str, str], dict[tuple[str, int, int | None, str], RunStatus]] = {}
+        # per (host, target, runs dir): the final statuses of the runs it listed last time
+        self._ended: dict[tuple[str, str, str], dict[tuple[str, int, int | None, str], RunStatus]] = {}
 
     def set_password_prompt(self, prompt: Callable[[str], Awaitable[str | None]]) -> None:
         self.connections.set_password_prompt(prompt)
@@ -173,7 +174,7 @@ class RemoteBackend(ServingBackend):
         where = to_target(target)
         manager = self._manager(host, where, runs_dir)
         records = (await manager.list_runs())[-MAX_LISTED_RUNS:]
-        place = (host, where.label)
+        place = (host, where.label, runs_dir or "")  # the runs dir asked for ("": the target's default)
         ended = self._ended.get(place, {})
 
         async def status(r: RunRecord) -> RunStatus:
@@ -181,11 +182,15 @@ class RemoteBackend(ServingBackend):
             return known if known is not None else await manager.status(r)
 
         statuses = await asyncio.gather(*(status(r) for r in records), return_exceptions=True)
-        self._ended[place] = {
+        final = {
             _identity(r): s
             for r, s in zip(records, statuses, strict=True)
             if isinstance(s, RunStatus) and s.state in FINAL_STATES
         }
+        if final:
+            self._ended[place] = final
+        else:
+            self._ended.pop(place, None)  # a place with no ended runs listed keeps nothing
         return [
             run_view(r, "unknown")
             if isinstance(s, BaseException)

@@ -47,3 +47,21 @@ async def test_a_run_that_exited_or_was_stopped_is_asked_about_once_and_keeps_it
     manager.asked.clear()
     await backend.runs("gpu0", None)
     assert manager.asked == ["r3"]  # dead may yet turn out stopped or exited: asked every time
+
+
+async def test_two_runs_dirs_on_one_target_keep_their_own_ended_runs_and_a_quiet_place_keeps_none() -> None:
+    """The memo is per host, target and runs dir: listing another runs dir of the same target does not
+    throw away the first one's (each would be asked about again), and a place whose listing has no ended
+    run holds no entry (the memo stays as small as what is listed)."""
+    manager = Manager()
+    backend = RemoteBackend({}, user_known_hosts=None)
+    backend._manager = lambda *a, **k: manager  # type: ignore[assignment,method-assign,return-value]
+    await backend.runs("gpu0", None)
+    await backend.runs("gpu0", None, "/scratch/runs")
+    manager.asked.clear()
+    await backend.runs("gpu0", None)
+    assert sorted(manager.asked) == ["r3", "r4"]  # the default dir's exited and stopped runs: not asked
+    manager.states = {k: RunStatus(RunState.RUNNING, None, 3) for k in manager.states}
+    backend._ended.clear()
+    await backend.runs("gpu0", None)
+    assert backend._ended == {}
