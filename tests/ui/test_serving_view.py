@@ -91,21 +91,33 @@ class ServingBackend(FakeBackend):
         return REPORT
 
 
-async def test_a_ready_run_is_polled_shows_its_rate_and_runs_a_probe_that_esc_cancels() -> None:
-    fake = ServingBackend(launch_logs=[ready_log()], gpu_frames=GPU_FRAMES)
+def serving_app() -> SgtuiApp:
+    """The app on the serving fake, its profile and fit fixed: a launch becomes ready."""
     from sgtui.core.profiles import load_profile
     from tests.ui.conftest import PROFILE
     from tests.ui.test_snapshots import fixed_fit
 
-    app = SgtuiApp(
+    fake = ServingBackend(launch_logs=[ready_log()], gpu_frames=GPU_FRAMES)
+    return SgtuiApp(
         fake, load_profile(PROFILE), theme="textual-dark", fit_function=fixed_fit, clock=lambda: NOW
     )
+
+
+async def launched_ready(pilot: Pilot[Any], app: SgtuiApp) -> Any:
+    """Launch (past the fit's question) and wait until the run is ready: its session."""
+    await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
+    await launch_anyway(pilot, app)
+    await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
+    assert app.session is not None
+    return app.session
+
+
+async def test_a_ready_run_is_polled_shows_its_rate_and_runs_a_probe_that_esc_cancels() -> None:
+    app = serving_app()
+    fake = app.backend
+    assert isinstance(fake, ServingBackend)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
-        await launch_anyway(pilot, app)
-        await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
-        session = app.session
-        assert session is not None
+        session = await launched_ready(pilot, app)
         await wait_for(pilot, lambda: session.serving.latest is not None, what="the first poll")
         await wait_for(pilot, lambda: session.serving.smoke is not None, what="the smoke answer")
         panel = app.query_one(ServingPanel)
@@ -149,22 +161,12 @@ def test_the_launch_form_offers_enable_metrics_with_its_help(version: str) -> No
 async def test_a_smoke_answer_for_an_earlier_session_of_the_run_is_not_shown_on_the_new_one() -> None:
     """A run followed anew is a new session with its own smoke; the old session's answer, landing after
     that, must not stand in for the new session's."""
-    from sgtui.core.profiles import load_profile
     from sgtui.ui import messages as m
     from sgtui.ui.session.serving import ServingState
-    from tests.ui.conftest import PROFILE
-    from tests.ui.test_snapshots import fixed_fit
 
-    fake = ServingBackend(launch_logs=[ready_log()], gpu_frames=GPU_FRAMES)
-    app = SgtuiApp(
-        fake, load_profile(PROFILE), theme="textual-dark", fit_function=fixed_fit, clock=lambda: NOW
-    )
+    app = serving_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.fit_report is not None, what="the fit")
-        await launch_anyway(pilot, app)
-        await wait_for(pilot, lambda: app.run_state == "ready", what="ready")
-        session = app.session
-        assert session is not None
+        session = await launched_ready(pilot, app)
         await wait_for(pilot, lambda: session.serving.smoke is not None, what="its own smoke answer")
         own = session.serving.smoke
         app.post_message(m.SmokeAnswered(session.key, SmokeResult(False, None, "old"), ServingState()))
