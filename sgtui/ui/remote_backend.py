@@ -72,8 +72,7 @@ class RemoteBackend(ServingBackend):
         self.gpu_interval_ms = gpu_interval_ms
         self.stop_grace_s = stop_grace_s
         self._holders_shown: frozenset[str] = frozenset()
-        # per host and target, the listed runs that ended for good: not asked about again (`runs`)
-        # per (host, target, runs dir): the final statuses of the runs it listed last time
+        # per (host, target, runs dir): the final statuses of the runs it listed last time, not asked again
         self._ended: dict[tuple[str, str, str], dict[tuple[str, int, int | None, str], RunStatus]] = {}
 
     def set_password_prompt(self, prompt: Callable[[str], Awaitable[str | None]]) -> None:

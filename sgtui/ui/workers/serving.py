@@ -47,9 +47,6 @@ class Smokes:
         self.start = start
         self._asked: dict[str, tuple[RunSession, Cancellable]] = {}
 
-    def __len__(self) -> int:
-        return len(self._asked)
-
     def keep(self, ready: list[RunSession]) -> None:
         """Cancel and forget the smokes of every session not in `ready` (by identity: a run followed
         anew is a new session with its own smoke)."""
