@@ -15,7 +15,10 @@ wall-clock and best of 3 CPU, user + system; peak RSS is the explain process's V
 prints cProfile's top functions of one in-process `classify_file` per shape; `--per-line` prints the
 classifier's CPU time a line (`time.process_time`, best of 3, 100,000 lines) for lines no rule reads;
 `--budget` prints where the startup shape's time goes by kind of line (200,000 lines, each line's
-`_handle` timed) next to the floor any per-line classifier in CPython pays (the loop, the prefix regex).
+`_handle` timed) next to the floor any per-line classifier in CPython pays (the loop, the prefix regex);
+`--floor` times, on the 1M-line startup file itself, what a classifier that reads nothing costs: reading
+and splitting lines, then only the prefilter's one test a line, then only the prefix split, and the
+prefilter's automaton run over whole chunks instead of lines (the "skip what no rule reads in bulk" design).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,7 +71,7 @@ def best_of(argv: list[str], runs: int = 3) -> tuple[float, float]:
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL)
+        subprocess.run(argv, check=False, capture_output=True)  # a pipe, not /dev/null: see the docstring
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -199,6 +202,65 @@ def budget(directory: Path, lines: int = 200_000) -> None:
     print(f"  split_prefix (time, ranks, body): {best(prefix):.2f} us")
 
 
+def floor(directory: Path, lines: int) -> None:
+    """What reading the startup shape costs before any rule runs: 10x of `grep -c` is the budget for all."""
+    from sgtui.core.logs.prefilter import _ANY_ANCHOR, ANCHORS
+    from sgtui.core.logs.prefix import split_prefix
+
+    path = directory / f"bench-explain-floor-{lines}.log"
+    write_startup(path, lines)
+    _wall, grep_cpu = best_of(["grep", "-c", "error", str(path)])
+    print(f"startup shape, {lines:,} lines: `grep -c error` {grep_cpu:.2f} s CPU; 10x: {10 * grep_cpu:.2f} s")
+
+    def chunks() -> Iterator[str]:
+        with path.open("rb") as stream:
+            while block := stream.read(1 << 20):
+                yield block.decode("utf-8", "replace")
+
+    def per_line(name: str, step: Callable[[str], object]) -> None:
+        best = float("inf")
+        for _ in range(3):
+            start, tail = time.process_time(), ""
+            for text in chunks():
+                rows = (tail + text).split("\n")
+                tail = rows.pop()
+                for raw in rows:
+                    step(raw)
+            best = min(best, time.process_time() - start)
+        print(f"  {name}: {best:.2f} s CPU ({best / lines * 1e6:.2f} us a line)")
+
+    per_line("read, decode, split, loop (no test)", lambda raw: None)
+    per_line("+ the prefilter's automaton, unindented lines", lambda raw: raw[:1] == " " or _ANY_ANCHOR(raw))
+    per_line("+ split_prefix alone, unindented lines", lambda raw: raw[:1] == " " or split_prefix(raw))
+    import ahocorasick
+
+    automaton = ahocorasick.Automaton()
+    for anchor in ANCHORS:
+        automaton.add_word(anchor, anchor)
+    automaton.make_automaton()
+    best, found = float("inf"), 0
+    for _ in range(3):
+        start, found = time.process_time(), 0
+        for text in chunks():
+            text.count("\n")
+            for _match in automaton.iter(text):
+                found += 1
+        best = min(best, time.process_time() - start)
+    print(f"  bulk: the automaton over whole 1 MiB chunks, every anchor found ({found:,}): {best:.2f} s CPU")
+    import re
+
+    alternation = re.compile("|".join(re.escape(a) for a in sorted(ANCHORS, key=len, reverse=True)))
+    head, size = next(chunks()), path.stat().st_size
+    for _ in range(15):  # 16 MiB, timed once and scaled to the file: a whole run takes minutes
+        head += next(chunks())  # the same first MiB: the same text density
+    start = time.process_time()
+    for _match in alternation.finditer(head):
+        pass
+    took = time.process_time() - start
+    print(f"  bulk: `re` with every anchor as one alternation: {took * size / len(head):.1f} s CPU (scaled)")
+    path.unlink()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
@@ -206,7 +268,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--per-line", action="store_true")
     parser.add_argument("--budget", action="store_true")
+    parser.add_argument("--floor", action="store_true")
     args = parser.parse_args()
+    if args.floor:
+        floor(Path(args.dir), args.lines)
+        return
     if args.per_line:
         per_line_cpu()
         return
