@@ -10,18 +10,16 @@ nearest older release) is used instead.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import shlex
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from sgtui.core.atomic import write_atomic
 from sgtui.core.bounded import load_json
 from sgtui.core.errors import UserError
 from sgtui.core.paths import cache_dir
@@ -111,13 +109,9 @@ def _write_cache(path: Path, version: str, rows: list[dict[str, Any]]) -> None:
     """Atomically, readable only by this user."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".flags-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"format": CACHE_FORMAT, "version": version, "rows": rows}, out)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps({"format": CACHE_FORMAT, "version": version, "rows": rows}), mode=0o600)
     except OSError:
-        with contextlib.suppress(OSError, UnboundLocalError):
-            os.unlink(tmp)
+        pass  # a cache: the next open reads the target again
 
 
 def cached_table(host: str, target: Any, python: str, version: str) -> FlagTable | None:

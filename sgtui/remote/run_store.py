@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sgtui.core import runscripts
+from sgtui.core.atomic import write_atomic
 from sgtui.core.bounded import BoundedInputError, load_json
 from sgtui.core.errors import UserError
 from sgtui.core.shell import ShellError
@@ -195,19 +196,7 @@ class RunStore:
     def _write(self, path: Path, data: dict[str, Any]) -> None:
         self._ensure_root()
         text = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
-        tmp = self.root / f"{_TMP_PREFIX}{os.getpid()}-{path.name}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                os.fchmod(out.fileno(), 0o600)
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
+        write_atomic(path, text, mode=0o600, prefix=_TMP_PREFIX)
 
     def _load(self, path: Path) -> dict[str, Any]:
         try:

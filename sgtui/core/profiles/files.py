@@ -3,13 +3,12 @@ before it replaces anything), `list_profiles` (a folder, broken files listed wit
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sgtui.core.atomic import write_atomic
 from sgtui.core.profiles.model import Profile, ProfileEntry, ProfileError
 from sgtui.core.profiles.nodes import Node
 from sgtui.core.profiles.parse import load_profile, parse_profile
@@ -72,19 +71,7 @@ def save_profile(profile: Profile, path: str | Path) -> Path:
     text = dump_profile(profile)
     parse_profile(text, path)  # never replace a good file with one sgtui itself cannot read
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
     profile.source = path
     return path
 
