@@ -202,7 +202,7 @@ class _Metrics:
 
 
 def batch_heading(version: str | None, kind: str, step: int = 0) -> str:
-    """"Prefill batch. " / "Prefill batch [N], " / "Prefill batch, " as `version`'s scheduler writes it."""
+    """ "Prefill batch. " / "Prefill batch [N], " / "Prefill batch, " as `version`'s scheduler writes it."""
     from sgtui.core.sglang.windows import serving_rules
 
     heading = serving_rules(version).batch_heading

@@ -198,9 +198,7 @@ class Launch:
             # tokenizer_manager.py): the handler is called without arguments (loop.add_signal_handler),
             # the watchdog looks every 5 s, drains, and the schedulers are stopped by the main process
             signal.signal(signal.SIGTERM, lambda signum, frame: None)  # a second TERM changes nothing
-            self.log.line(
-                "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."
-            )
+            self.log.line("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
             self.sleep(1.0)
             self.log.line(
                 "Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[]."

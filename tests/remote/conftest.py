@@ -120,4 +120,3 @@ async def sshd_conn(sshd: SshdServer, tmp_path: Path) -> AsyncIterator[Connectio
 def victim(session_leader: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
     """Someone else's session leader: the process a planted record points at."""
     return session_leader
-

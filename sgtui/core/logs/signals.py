@@ -123,7 +123,7 @@ class FailureLog:
             events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
 
     def chain_marker(self) -> None:
-        """"During handling of the above exception, ..." / "The above exception was the direct cause ...":
+        """ "During handling of the above exception, ..." / "The above exception was the direct cause ...":
         the exception of the traceback that follows replaces the one just seen as the event to quote."""
         self.chained = self.trace_end
         self.trace_end = None

@@ -93,8 +93,10 @@ def _capturing(state: StartupState, base: float) -> tuple[float, str]:
     count = _int(state.facts.get("cuda_graph_batch_sizes")) or _int(bar.get("total")) or 36
     speculative = state.facts.get("speculative_algorithm") not in (None, "None", "")
     whole = (base + count * GRAPH_S_PER_BS * (2 if speculative else 1)) * factor
-    basis = f"{count} batch sizes" + (", speculative" if speculative else "") + (
-        ", torch.compile" if factor > 1 else ""
+    basis = (
+        f"{count} batch sizes"
+        + (", speculative" if speculative else "")
+        + (", torch.compile" if factor > 1 else "")
     )
     per_bs = _per_step(state, "capturing_graphs", bar)
     if per_bs is not None:

@@ -146,7 +146,7 @@ def stop_script(
         "  local end i=0\n"
         "  now_ms; end=$((NOW + $1))\n"
         "  while :; do\n"
-        '    n=$(group_members)\n'
+        "    n=$(group_members)\n"
         '    if [ -n "$M" ] && ! { proc_stat "$M" && [ "$st_pgrp" = "$G" ] && [ "$st_state" != Z ]; }; then\n'
         '      step main-exited "$M"; M=\n'
         '      [ -n "${2:-}" ] && return 0\n'
@@ -176,9 +176,7 @@ def stop_script(
         "fi\n"
         'if [ "$reused" != 0 ]; then\n'
         f'  json=\'{{"result":"pid-reused","reused":"\'$reused\'"}}\'; {marker_line()}; exit 3\n'
-        "fi\n"
-        + wait_fn
-        + "steps=; M=; now_ms; T0=$NOW\n"
+        "fi\n" + wait_fn + "steps=; M=; now_ms; T0=$NOW\n"
         "n=$(group_members)\n"
         'if [ "$n" = 0 ]; then\n'
         "  res=not-running; sig=null\n" + "  " + done.replace("\n", "\n  ").rstrip() + "\n  exit 0\n"
@@ -187,7 +185,7 @@ def stop_script(
         + "sig=TERM\n"
         # the server's main process first: SGLang drains and stops its own children
         + "main_of; found=$?; now_ms; T0=$NOW\n"  # the times count from the first signal
-        + 'if [ $found = 0 ]; then\n'
+        + "if [ $found = 0 ]; then\n"
         + '  kill -TERM "$M" 2>/dev/null; step term-main "$M"\n'
         + f"  wait_group {wait_ms} main\n"
         # it ended: a moment for the runner to write the exit code and the children to go by themselves
@@ -203,7 +201,8 @@ def stop_script(
         + "fi\n"
         + '[ "$n" = 0 ] && step gone\n'
         + 'res=stopped; [ "$n" != 0 ] && res=survivors\n'
-        + 'sig="\\"$sig\\""\n' + done
+        + 'sig="\\"$sig\\""\n'
+        + done
     )
 
 

@@ -170,7 +170,7 @@ def list_script(runs_dir: str | None) -> str:
         + 'if ! runs_root; then json=$(printf \'{"error":"no-home","why":"%s"}\' "$(jesc "$why")"); '
         + f"{marker_line()}; exit 0; fi\n"
         + 'walk_dir "$R"; w=$?; [ $w = 0 ] && R=$RP\n'
-        + 'if [ $w != 2 ]; then\n'
+        + "if [ $w != 2 ]; then\n"
         + '  if [ $w != 0 ] || ! dir_ok "$R"; then\n'
         + '    json=$(printf \'{"runs_dir":"%s","unsafe":"%s"}\' "$(jesc "$R")" "$(jesc "$why")")\n'
         + f"    {marker_line()}; exit 0\n"
@@ -208,7 +208,7 @@ def list_script(runs_dir: str | None) -> str:
         + "        if [ -n \"$c\" ] && [[ $c != *$'\\n'* ]] && [ ${#c} -le "
         + f"{RECORD_MAX_BYTES} ]; then "
         + 'printf \'@@%s= %s\\n\' "$f" "$c"\n'
-        + f"        else printf '@@%s ' \"$f\"; head -c {RECORD_MAX_BYTES + 1} \"$d/$f\" | base64 | tr -d "
+        + f'        else printf \'@@%s \' "$f"; head -c {RECORD_MAX_BYTES + 1} "$d/$f" | base64 | tr -d '
         + "'\\n'; echo; fi\n"
         + "      fi\n"
         + "    done\n"
@@ -233,7 +233,7 @@ def prune_script(runs_dir: str, names: Sequence[str]) -> str:
         + SAFE_FNS
         + f"R={shlex.quote(checked)}; removed=; refused=\n"
         + f"for n in {quoted}; do\n"
-        + '  d=$R/$n\n'
+        + "  d=$R/$n\n"
         + '  [ -e "$d" ] || [ -L "$d" ] || continue\n'
         + '  if run_dir_ok "$d" && rm -rf -- "$d"; then removed="$removed${removed:+,}\\"$n\\""\n'
         + '  else refused="$refused${refused:+,}[\\"$n\\",\\"$(jesc "${why:-cannot remove it}")\\"]"; fi\n'

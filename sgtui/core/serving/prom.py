@@ -52,6 +52,7 @@ def wanted_lines(text: str) -> list[str]:
             lines += ("# TYPE " + chunk).splitlines()
     return lines
 
+
 Labels = tuple[tuple[str, str], ...]
 
 
