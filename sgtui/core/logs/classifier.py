@@ -38,7 +38,7 @@ from sgtui.core.logs.signals import CHAIN_MARKERS, FailureLog
 from sgtui.core.logs.stall import StallWatch
 from sgtui.core.logs.state import STOPPED, LogEvent, StartupState
 from sgtui.core.logs.traceback import TraceTracker, exception_line
-from sgtui.core.logs.traffic import first_answer, first_batch, first_decode
+from sgtui.core.logs.traffic import busy_batch, first_answer, first_batch, first_decode
 
 if TYPE_CHECKING:
     from sgtui.core.logs.analysis import LogAnalysis
@@ -183,7 +183,9 @@ class LogClassifier:
             return
         if "Prefill batch" in raw:
             self.last_prefill = (n, raw)
-            if not self.batches_seen:
+            if not self.decoding and busy_batch(raw):
+                first_decode(self, raw, n, events)
+            elif not self.batches_seen:
                 first_batch(self, raw, n, events)
             return
         if "HTTP/1." in raw:
@@ -271,6 +273,7 @@ class LogClassifier:
             self._exception_ignored = False
             return  # no rule reads it (prefilter.py)
         if "Traceback (most recent call last)" in body:
+            self.failures.crash = None  # a new traceback: an earlier signal's frames have ended
             self.trace.start(n, time, ignored=self._exception_ignored)
             self.trace.rank = " ".join(ranks) or None
         self._exception_ignored = body.startswith("Exception ignored")
@@ -293,7 +296,7 @@ class LogClassifier:
     def _traceback_line(self, body: str, first: str, time: str | None) -> bool:
         """Frames, their source lines and markers: where a traceback was, never what went wrong."""
         kind = self.trace.line(body, first, time)
-        if kind == "frame" and self.failures.crash is not None:
+        if (kind == "frame" or kind == "code") and self.failures.crash is not None:
             self.failures.update_crash_phase()
         elif kind == "thread":  # faulthandler's other threads: only the current thread's stack says where
             self.failures.crash = None

@@ -129,7 +129,13 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         m = _CONTEXT_TOO_LONG.search(body)
         values = {"requested": int(m.group(1)), "derived": int(m.group(2))} if m else {}
         return "bad_arguments", "fatal", {"flag": "--context-length", **values}
-    if "illegal" in body or "cudaErrorIllegalAddress" in body or "Cuda failure 700" in body:
+    if (
+        "illegal" in body
+        or "cudaErrorIllegalAddress" in body
+        or "Cuda failure 700" in body
+        or "Assertion `" in body
+        or "device-side assert triggered" in body
+    ):
         # a CUDA fault is the fault, also where NCCL or the process group's watchdog is what reports it
         # ("NCCL WARN Cuda failure 700 'an illegal memory access was encountered'")
         fault = crash_values(body)
@@ -142,10 +148,12 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         # SGLang's scheduler watchdog: one forward batch made no progress for --watchdog-timeout seconds, so
         # it SIGQUITs the server (scheduler_runtime_checker_mixin.py, 0.5.x; 0.5.23's utils/watchdog.py
         # words it "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"): a stall SGLang
-        # made fatal. The soft watchdog (soft=True) only logs.
+        # made fatal. The soft watchdog (soft=True) only logs. It only counts while a batch runs (`if
+        # self.cur_batch is not None`, scheduler.py since 0.4): the event loop had started, the server served.
         m = _WATCHDOG.search(body)
         strength = "weak" if "soft=True" in body else "fatal"
-        return "stalled", strength, {"watchdog_timeout": num(m.group(1)) if m else None}
+        values = {"watchdog_timeout": num(m.group(1)) if m else None, "during_batch": True}
+        return "stalled", strength, values
     if ("sigquit" in body and "Received sigquit" in body) or "SIGQUIT received" in body:
         # "Received sigquit from a child process" (to 0.5.x); 0.5.23's tokenizer_manager.py: "SIGQUIT
         # received. signum=None, frame=None. It usually means one child failed."
@@ -199,6 +207,7 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     return None
 
 
+_KERNEL_ASSERT = re.compile(r"\.cuh?:\d+: .{0,200}?Assertion `.{0,300}` failed")
 _SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 _CAUGHT = re.compile(r"Caught signal (\d+) \(([^:)]*)")
 _FATAL = re.compile(r"Fatal Python error: (\w[\w ]*)")
@@ -222,6 +231,13 @@ def crash_values(body: str) -> dict[str, Any] | None:
         return {"crash": True, "signal": None, "cuda_fault": kind}
     if "cudaErrorIllegalAddress" in body or "Cuda failure 700" in body:
         return {"crash": True, "signal": None, "cuda_fault": "illegal_address"}
+    # a kernel's own check failed: ATen prints one line per failing thread ("Indexing.cu:1478:
+    # indexSelectSmallIndex: block: [49,0,0], thread: [127,0,0] Assertion `srcIndex < srcSelectDimSize`
+    # failed."), then CUDA reports "device-side assert triggered" (cudaErrorAssert, 710) at the next call
+    if ("device-side assert triggered" in body or "cudaErrorAssert" in body) or (
+        "Assertion `" in body and _KERNEL_ASSERT.search(body)
+    ):
+        return {"crash": True, "signal": None, "cuda_fault": "device_assert"}
     if "Fatal Python error" in body:
         m = _FATAL.search(body)
         what = m.group(1).strip() if m else ""

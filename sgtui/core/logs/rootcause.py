@@ -126,6 +126,8 @@ def resolve_error(state: StartupState) -> ErrorInfo | None:
     error = _resolve(state)
     if error is None:
         return None
+    if error.phase == "starting" and state.reached == "starting":
+        error = replace(error, phase=_phase_after(state.signals, error.line))
     root = next((s for s in state.signals if s.line == error.line), None)
     if root is None:
         return error
@@ -205,6 +207,12 @@ def _resolve(state: StartupState) -> ErrorInfo | None:
         death.line if death and not death.values.get("trailing") else None,
         death.text if death and not death.values.get("trailing") else None,
     )
+
+
+def _phase_after(signals: list[Signal], line: int) -> str:
+    """A pasted tail: the failure's own line came with no frame and no milestone ("starting" by default),
+    while a traceback logged after it (the scheduler it took down) runs through the serving loop."""
+    return "running" if any(s.phase == "running" and s.line > line for s in signals) else "starting"
 
 
 def _crash_error(crash: Signal) -> ErrorInfo:

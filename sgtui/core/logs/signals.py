@@ -11,7 +11,7 @@ from typing import Any
 from sgtui.core.logs.facts import FROM_ERROR, FactStore
 from sgtui.core.logs.failures import failure, names_a_flag_conflict
 from sgtui.core.logs.prefix import LINE_CAP
-from sgtui.core.logs.state import ANSWERED, STOPPED, TRACE_CUT, LogEvent, Signal, StartupState
+from sgtui.core.logs.state import ANSWERED, PHASES, STOPPED, TRACE_CUT, LogEvent, Signal, StartupState
 from sgtui.core.logs.traceback import TraceTracker, exception_line
 
 MAX_SIGNALS = 400
@@ -22,7 +22,14 @@ CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred",
     "The above exception was the direct cause of the following exception",
 )
+# The step a class's own message names, whatever the log showed before it (a pasted tail has no milestone and
+# no frame): SGLang raises "Not enough memory" while sizing the memory pools (model_runner's
+# profile_max_num_token / init_memory_pool) and "Capture cuda graph failed" from a graph runner's __init__.
+_STEP_OF_CLASS = {"not_enough_memory": "allocating_pools", "cuda_graph_failed": "capturing_graphs"}
 _OWN_WORDS = ("exception", "message", "source", "frame", "context")  # what one exception of a chain said
+# A record of another logger with no SGLang prefix: Python's bare `logging` format ("INFO: ...", uvicorn's
+# "INFO:     ...") or vLLM-style "INFO 02-17 02:35:21 ...": never the text of an exception's message.
+_LEVEL_RECORD = re.compile(r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::| +\d\d-\d\d )")
 _MESSAGE_LINES = 16  # lines of an exception's message printed after its first line that are joined to it
 _MESSAGE_CHARS = 2000
 
@@ -44,7 +51,7 @@ class FailureLog:
         self.last_generic: tuple[int, str | None] | None = None
         self.last_message_line = 0  # the last line that said what went wrong (not just that something died)
         self.last_batch = last_batch  # the last "Prefill batch" line seen (number, text), if any
-        self.crash: int | None = None  # index of a fatal-signal death whose stack dump may follow
+        self.crash: int | None = None  # index of a signal whose stack dump or traceback follows it
         self.trace_end: int | None = None  # index of the signal an exception line ending a traceback gave
         self.chained: int | None = None  # that signal, once Python said another exception follows from it
         self.message_of: int | None = None  # the signal whose message may go on over the next lines
@@ -70,11 +77,18 @@ class FailureLog:
             self.last_generic = (n, time)
             if not values.get("message") and trace.last_source:  # a bare "AssertionError"
                 values = {**values, "source": trace.last_source, "frame": trace.last_frame or None}
+        if values.get("cuda_fault") == "device_assert" and any(
+            s.values.get("cuda_fault") == "device_assert" for s in state.signals[-1:]
+        ):
+            return  # ATen prints the failed assertion once per GPU thread: the first line says it
         if strength != "death":
             self.last_message_line = n
-        phase = self.phase_now(n)
+        phase = _at_least(self.phase_now(n), _STEP_OF_CLASS.get(error_class or ""))
+        if values.get("during_batch") and phase not in ("serving", "running"):
+            phase = "running"  # a batch in flight: the warm-up's ("serving") or requests'
+
         if strength == "generic":
-            if phase == "capturing_graphs":
+            if phase == "capturing_graphs" and not self._beside_capture(n):
                 error_class = "cuda_graph_failed"
             elif trace.raised_in_args or names_a_flag_conflict(values.get("message", "")):
                 error_class = "incompatible_flags"
@@ -113,6 +127,10 @@ class FailureLog:
             self.crash = index
             trace.start(n, time, ignored=False)  # faulthandler's stack dump follows: its frames say where
             trace.rank = rank
+        elif trace.started == n and not trace.frames:
+            # "Scheduler hit an exception: Traceback (most recent call last):" (scheduler.py logs the
+            # traceback after its header): the frames below say where it was, as a stack dump's do
+            self.crash = index
         events.append(
             LogEvent(
                 n, time, ranks, "error", {"error_class": error_class, "strength": strength, **values}, text
@@ -177,6 +195,7 @@ class FailureLog:
             or ranks
             or self._message_lines >= _MESSAGE_LINES
             or stripped.startswith(('File "', "Traceback (most recent call last)", *CHAIN_MARKERS))
+            or _LEVEL_RECORD.match(stripped) is not None
             or _is_signal(stripped)
         ):
             self.message_of = None
@@ -196,6 +215,11 @@ class FailureLog:
         self.state.invalidate()
         return True
 
+    def _beside_capture(self, n: int) -> bool:
+        """The traceback shows the graph-capture step (`init_cuda_graphs`) but no graph runner's frame: the
+        eager runner or an all-reduce workspace set up there failed (a feature the GPU lacks), no capture."""
+        return self._in_trace(n) and self.trace.hint == "capturing_graphs" and not self.trace.graph_runner
+
     def _in_trace(self, n: int) -> bool:
         """The traceback read last still speaks for line `n`: it is near, or nothing marked progress since it
         began (a torch.compile or Triton traceback runs to hundreds of frames)."""
@@ -214,7 +238,8 @@ class FailureLog:
         return "running" if reached == "ready" else reached
 
     def update_crash_phase(self) -> None:
-        """faulthandler's stack dump came after the signal line: its frames say which phase it was."""
+        """faulthandler's stack dump or a logged traceback came after the signal line: its frames say which
+        phase it was."""
         index = self.crash
         phase = self.trace.phase()
         if index is None or phase is None or index >= len(self.state.signals):
@@ -252,6 +277,13 @@ class FailureLog:
             self.signal((None, "death", {"trailing": True}), opened[0], opened[1], (), "(end of log)", out)
         elif generic is not None and generic[0] > last_milestone_line and generic[0] >= last_record_line:
             self.signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
+
+
+def _at_least(phase: str, step: str | None) -> str:
+    """`phase`, moved forward to `step` when the failure's own words place it later (never backwards)."""
+    if step is None or phase not in PHASES or PHASES.index(phase) >= PHASES.index(step):
+        return phase
+    return step
 
 
 def _is_signal(line: str) -> bool:

@@ -8,8 +8,21 @@ from __future__ import annotations
 import re
 
 # Frames that only run once the scheduler serves: its event loops (normal, overlap, pipeline, disaggregated),
-# one batch's run, the overlap scheduler's forward thread, the tokenizer manager's request handling.
-_SERVING_FUNCS = ("event_loop", "run_batch", "forward_thread_func", "process_batch_result", "handle_generate")
+# one batch's run, the overlap scheduler's forward thread, the tokenizer manager's request handling; before
+# 0.3 the controller's loop and the TP worker's step (controller_single.loop_for_forward ->
+# tp_worker.exposed_step -> forward_step -> forward_decode_batch / forward_fill_batch).
+_SERVING_FUNCS = (
+    "event_loop",
+    "run_batch",
+    "forward_thread_func",
+    "process_batch_result",
+    "handle_generate",
+    "loop_for_forward",
+    "exposed_step",
+    "forward_step",
+    "forward_decode_batch",
+    "forward_fill_batch",
+)
 # A forward pass: serving, unless a startup step (graph capture, a warm-up run, memory profiling) called it.
 _FORWARD_FUNCS = frozenset(
     {"forward_extend", "forward_decode", "forward_idle", "forward_batch_generation", "forward_split_prefill"}
@@ -17,6 +30,14 @@ _FORWARD_FUNCS = frozenset(
 # Startup steps that run forward passes of their own.
 _STARTUP_FUNCS = frozenset(
     {"kernel_warmup", "_dummy_run", "warmup", "profile_run", "capture", "_capture_graph"}
+)
+# A graph's own capture: cuda_graph_runner.py, 0.5.23's runner/decode_cuda_graph_runner.py and
+# prefill_cuda_graph_runner.py, the piecewise/NPU/XPU siblings (every such file ends in `graph_runner.py`).
+# model_runner.init_cuda_graphs also builds the eager runner and warms up all-reduce workspaces, whose
+# failures are no capture failure.
+_CAPTURE_FUNCS = frozenset(
+    {"capture", "_capture", "capture_one_batch_size", "capture_one_shape", "_capture_graph"}
+    | {"_capture_one_stream"}
 )
 # Files and functions that name a startup step (the innermost one wins).
 _FRAME_HINTS = (
@@ -42,8 +63,9 @@ _FRAME_HINTS = (
 # say what they are count (an Error/Exception/Exit suffix, or a dotted module path before the class).
 EXCEPTION_LINE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(.*))?$")
 _NAMED_EXCEPTION = re.compile(
-    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit)|(?:[a-z_]\w*\.)+[A-Z]\w*)(?::\s*(.*))?$"
-)
+    r"((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit)|Exception|BaseException)"
+    r"|(?:[a-z_]\w*\.)+[A-Z]\w*)(?::\s*(.*))?$"
+)  # a bare `Exception: ...` too: SGLang raises its graph-capture failure as one (cuda_graph_runner.py)
 
 
 def frame_file(line: str) -> str:
@@ -109,6 +131,7 @@ class TraceTracker:
         self.at_exit = False  # a frame of the exit machinery (multiprocessing's resource tracker)
         self.rank: str | None = None  # the rank tag of the record the traceback started in
         self.raised_in_args = False  # SGLang's innermost frame is its argument code: an argument check failed
+        self.graph_runner = False  # a frame of a graph runner (capture, replay): the graphs themselves failed
 
     def line(self, body: str, first: str, time: str | None) -> str | None:
         """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
@@ -142,6 +165,7 @@ class TraceTracker:
         self.in_sglang = False
         self.hint = None
         self.serving = self.forward = self.startup = self.at_exit = self.raised_in_args = False
+        self.graph_runner = False
         self.ignored = ignored
 
     def frame(self, body: str) -> None:
@@ -157,6 +181,8 @@ class TraceTracker:
         if "/multiprocessing/" in body or "atexit" in body:
             self.at_exit = True
         func = frame_func(body)
+        if "graph_runner" in self.last_frame or func in _CAPTURE_FUNCS:
+            self.graph_runner = True
         if func.startswith(_SERVING_FUNCS):
             self.serving = True
         elif func in _FORWARD_FUNCS:
@@ -180,6 +206,8 @@ class TraceTracker:
     def source(self, body: str) -> None:
         self.after_frame = False
         self.last_source = body.strip()[:200]
+        if "event_loop" in body:  # `scheduler.event_loop_overlap()`: the frame had entered the serving loop
+            self.serving = True
 
     def phase(self) -> str | None:
         """The phase the frames put the failure in: serving ("running") before any startup step they name."""

@@ -4,6 +4,7 @@ Uvicorn starts (ready, even in versions that never print "fired up and ready to 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from sgtui.core.logs.prefix import split_prefix
@@ -12,6 +13,17 @@ from sgtui.core.logs.state import ANSWERED, SERVED, parse_seconds
 if TYPE_CHECKING:
     from sgtui.core.logs.classifier import LogClassifier
     from sgtui.core.logs.state import LogEvent
+
+
+_WAITING = re.compile(r"#running-req: (\d+), #queue-req: (\d+)")
+
+
+def busy_batch(raw: str) -> bool:
+    """A prefill that cannot be the warm-up's: others already running or queued. The warm-up posts one request
+    per DP rank at once (http_server._execute_server_warmup), so its prefill shows `#running-req: 0,
+    #queue-req: 0`; a client's request may slip in beside it (one running), never a crowd."""
+    m = _WAITING.search(raw)
+    return m is not None and (int(m.group(1)) >= 2 or int(m.group(2)) >= 1)
 
 
 def first_batch(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> None:

@@ -48,6 +48,7 @@ def advisories(analysis: LogAnalysis) -> list[Diagnosis]:
     context = facts.get("context_length")
     if isinstance(tokens, int) and isinstance(context, int) and 0 < tokens < context:
         mfs = facts.get("mem_fraction_static")
+        capped = facts.get("max_total_tokens_arg") == tokens  # --max-total-tokens sized it, not memory
         suggestions = [
             Suggestion(
                 "--context-length",
@@ -55,7 +56,17 @@ def advisories(analysis: LogAnalysis) -> list[Diagnosis]:
                 "Match the context to what the KV pool can hold; longer prompts are rejected.",
             )
         ]
-        if isinstance(mfs, float) and mfs < 0.93:
+        if capped:
+            suggestions.insert(
+                0,
+                Suggestion(
+                    "--max-total-tokens",
+                    None,
+                    f"The pool is this run's --max-total-tokens ({tokens:,}): raise it or leave it out (then "
+                    "the memory left after the weights sizes the pool).",
+                ),
+            )
+        elif isinstance(mfs, float) and mfs < 0.93:
             target = min(0.93, round(mfs + 0.05, 2))
             suggestions.append(
                 mfs_suggestion(mfs, target, raise_cost(facts.get("load_weight_begin_avail_gib"), target))

@@ -68,6 +68,31 @@ def crash(ctx: Context) -> Diagnosis:
             ),
             _UPGRADE,
         ]
+    elif fault == "device_assert":
+        title = "A CUDA kernel's assertion failed (device-side assert)"
+        meaning = (
+            "a kernel checked an index and found it out of range: most often a token id past the vocabulary "
+            "or embedding table (a tokenizer or input_ids that do not match the model, an added special "
+            "token), else a bad KV page or slot index in a kernel for this model or backend; the CUDA "
+            "context is lost with it"
+        )
+        suggestions = [
+            Suggestion(
+                None,
+                None,
+                "Check that the tokenizer matches the model (--tokenizer-path) and that requests sending "
+                "input_ids stay below the model's vocab_size.",
+            ),
+            Suggestion(
+                "CUDA_LAUNCH_BLOCKING",
+                "1",
+                "An environment variable: the error is raised at the kernel that asserted (much slower; for "
+                "finding it only).",
+            ),
+            _BACKEND,
+            _DISABLE_GRAPH,
+            _UPGRADE,
+        ]
     elif fault == "illegal_instruction":
         title = "A CUDA kernel hit an illegal instruction"
         meaning = (

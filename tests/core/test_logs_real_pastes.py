@@ -1,0 +1,95 @@
+"""Real pastes from public SGLang issues and notes (tests/fixtures/logs/issues/, each file's `# source:` names
+where it comes from): tails that start or end inside a traceback, a crash whose traceback follows its header,
+kernel assertions, the scheduler watchdog, an exception raised beside graph capture rather than by it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgtui.core.logs import classify_text, diagnose
+from sgtui.core.logs.analysis import LogAnalysis
+
+ISSUES = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "issues"
+
+
+def _explain(name: str) -> LogAnalysis:
+    return classify_text((ISSUES / name).read_text(encoding="utf-8"))
+
+
+def _error(name: str) -> tuple[str | None, str | None, int | None]:
+    error = _explain(name).error
+    assert error is not None
+    return error.error_class, error.phase, error.line
+
+
+def test_a_scheduler_crash_takes_its_phase_from_the_frames_logged_after_its_header() -> None:
+    """scheduler.py logs "Scheduler hit an exception: Traceback ..." and then the frames: the source line
+    `scheduler.event_loop_overlap()` says it died serving, and 50 running requests say the same."""
+    assert _error("sglang-6624-busy-prefill-then-crash.log") == ("child_failed", "running", 7)
+
+
+def test_a_pasted_failure_before_a_serving_traceback_happened_while_serving() -> None:
+    """The CUBLAS error is the cause (the first line of the paste); the scheduler traceback logged after
+    it runs through run_batch: the server was serving, not starting."""
+    error_class, phase, line = _error("sglang-19081-cublas-before-traceback.log")
+    assert (error_class, phase, line) == ("other", "running", 4)
+
+
+def test_pre_0_3_serving_frames_put_a_crash_in_the_serving_phase() -> None:
+    """0.2.x: ControllerSingle.loop_for_forward -> tp_worker.exposed_step -> forward_decode_batch."""
+    assert _error("sglang-1087-controller-single-0.2.log")[:2] == ("other", "running")
+
+
+def test_the_scheduler_watchdog_fires_only_with_a_batch_in_flight() -> None:
+    error_class, phase, _ = _error("sglang-3752-watchdog-timeout.log")
+    assert (error_class, phase) == ("stalled", "running")
+    assert "while serving requests" in diagnose(_explain("sglang-3752-watchdog-timeout.log"))[0].detail
+
+
+def test_kernel_assertion_lines_are_the_cause_and_are_counted_once() -> None:
+    """ATen prints one `Assertion ... failed.` line per GPU thread; the first is the error, the scheduler's
+    death follows from it (not "its error is not in this log")."""
+    analysis = _explain("sglang-23828-kernel-assertion-lines.log")
+    assert analysis.error is not None
+    assert (analysis.error.error_class, analysis.error.line, analysis.error.phase) == ("other", 4, "running")
+    assert [c.kind for c in analysis.error.consequences] == ["death"]
+    assert diagnose(analysis)[0].title == "A CUDA kernel's assertion failed (device-side assert)"
+
+
+def test_device_side_assert_triggered_gets_its_own_diagnosis() -> None:
+    analysis = _explain("sglang-pr3730-device-side-assert.log")
+    assert analysis.error is not None and analysis.error.error_class == "other"
+    diagnosis = diagnose(analysis)[0]
+    assert diagnosis.title == "A CUDA kernel's assertion failed (device-side assert)"
+    assert "CUDA_LAUNCH_BLOCKING" in [s.flag for s in diagnosis.suggestions]
+
+
+def test_a_bare_exception_line_is_an_error_and_its_wrapped_message_is_joined() -> None:
+    """SGLang raises "Capture cuda graph failed" as a bare `Exception`; the reporter wrapped the OOM text
+    over lines. The message names its own step: capturing graphs, though nothing before it says so."""
+    analysis = _explain("sglang-23769-capture-oom-bare-exception.log")
+    assert analysis.error is not None
+    assert (analysis.error.error_class, analysis.error.phase) == ("cuda_graph_failed", "capturing_graphs")
+    assert "GPU 0 has a total capacity of 140.06 GiB" in analysis.error.text
+
+
+def test_an_exception_beside_graph_capture_is_no_capture_failure() -> None:
+    """model_runner.init_cuda_graphs builds the eager runner, whose warm-up sets up FlashInfer's all-reduce
+    workspace: "requires SM90" is a feature this GPU lacks, raised with no graph runner's frame."""
+    error_class, phase, _ = _error("paste-glm-pp2-flashinfer-fusion-requires-sm90.log")
+    assert (error_class, phase) == ("other", "capturing_graphs")
+
+
+def test_another_loggers_record_does_not_continue_an_exceptions_message() -> None:
+    analysis = _explain("notes-dcu-pd-assertion-then-info-line.log")
+    assert analysis.error is not None and analysis.error.error_class == "incompatible_flags"
+    assert "INFO:" not in analysis.error.text
+    assert analysis.error.text.endswith("mixed chunked prefill.")
+
+
+def test_a_pool_capped_by_max_total_tokens_says_so_rather_than_raising_the_memory_fraction() -> None:
+    analysis = _explain("docs-native-apis-max-total-tokens.log")
+    assert analysis.outcome == "ready"
+    advice = next(d for d in diagnose(analysis) if d.title == "KV pool smaller than one full-length request")
+    flags = [s.flag for s in advice.suggestions]
+    assert flags[0] == "--max-total-tokens" and "--mem-fraction-static" not in flags
