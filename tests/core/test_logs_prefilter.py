@@ -30,6 +30,8 @@ SECONDARY = {
     "trying": "with in use",
     "retry": "with in use",
     "soft=True": "with atchdog",
+    "should dump": "with TCPStore",
+    "Connection refused": "with TCPStore / [c10d]",
     "leaked": "with resource_tracker",
     "at shutdown": "with resource_tracker",
     "finish the model loading": "with other ranks",

@@ -93,3 +93,24 @@ def test_a_pool_capped_by_max_total_tokens_says_so_rather_than_raising_the_memor
     advice = next(d for d in diagnose(analysis) if d.title == "KV pool smaller than one full-length request")
     flags = [s.flag for s in advice.suggestions]
     assert flags[0] == "--max-total-tokens" and "--mem-fraction-static" not in flags
+
+
+def test_a_peer_gone_during_capture_is_a_distributed_failure_not_a_capture_bug() -> None:
+    """The graph runner wraps what failed: "Capture cuda graph failed: [...gloo/.../pair.cc:534] Connection
+    closed by peer" is a node that went away (its peer hit NCCL's watchdog), not a kernel."""
+    error_class, phase, _ = _error("sglang-3254-capture-wraps-gloo-peer-closed.log")
+    assert (error_class, phase) == ("nccl", "capturing_graphs")
+
+
+def test_a_lost_tcpstore_is_a_distributed_failure() -> None:
+    """SGLang inside Ray actors (verl): torch's TCPStore ping fails ("invalid nonce returned") and its
+    socket is reset by the peer while the process group is created."""
+    error_class, phase, _ = _error("verl-ray-tcpstore-nonce.log")
+    assert (error_class, phase) == ("nccl", "distributed_init")
+
+
+def test_an_nccl_warning_before_its_traceback_takes_the_tracebacks_step() -> None:
+    """The first NCCL WARN ("connect ... returned Connection refused") has no frame of its own; the
+    traceback logged after it runs through init_torch_distributed."""
+    error_class, phase, _ = _error("slurm-nccl-warn-refused-then-traceback.log")
+    assert (error_class, phase) == ("nccl", "distributed_init")

@@ -17,7 +17,12 @@ Sources (PyTorch's c10d, `torch/csrc/distributed/c10d/`):
   reset by peer", "Timed out waiting ...ms for recv operation to complete";
 - the store and rendezvous: "DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients
   joined.", "Socket Timeout", "RendezvousTimeoutError", "Timed out initializing process group in store based
-  barrier", "DistNetworkError".
+  barrier", "DistNetworkError";
+- the TCPStore client (`TCPStore.cpp`, `socket.cpp`): "[c10d] recvValue failed on SocketImpl(...): Connection
+  reset by peer", "nonce == returnedNonce INTERNAL ASSERT FAILED ... Ping failed, invalid nonce returned" (the
+  store's server went away: its node died); "The client socket has failed to connect to [host]:port (errno:
+  111 - Connection refused)" is printed on every retry while the master's store is not up yet, and the
+  heartbeat monitor's "Failed to check the \"should dump\" flag on TCPStore" at any exit: both weak.
 """
 
 from __future__ import annotations
@@ -62,6 +67,17 @@ _STORE = (
 )
 
 
+_STORE_LOST = (
+    "recvValue failed",
+    "Ping failed",
+    "returnedNonce",
+    "recvBytes failed",
+    "sendBytes failed",
+    "Connection reset",
+    "Broken pipe",
+)
+
+
 def distributed_failure(body: str) -> tuple[str, str, dict[str, Any]] | None:
     """("nccl", strength, values) for a line that says a collective, a communicator, Gloo's connection or the
     rendezvous store failed; None for anything else (NCCL's INFO chatter among it)."""
@@ -77,6 +93,11 @@ def distributed_failure(body: str) -> tuple[str, str, dict[str, Any]] | None:
         reset = "Connection reset" in body or "Timed out" in body
         if "Connection closed by peer" in body or (gloo and reset):
             return "nccl", "cause", {**_values(body), "backend": "gloo"}
+    if "TCPStore" in body or "[c10d]" in body or "Ping failed" in body:
+        if "should dump" in body or "Connection refused" in body:
+            return "nccl", "weak", {**_values(body), "store": True}
+        if any(needle in body for needle in _STORE_LOST):
+            return "nccl", "cause", {**_values(body), "store": True}
     if any(needle in body for needle in _STORE) or ("Socket Timeout" in body and "store" in body.lower()):
         values = _values(body)
         values["store"] = True

@@ -60,6 +60,11 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     process died; the cause is elsewhere).
     """
     if " failed: " in body and "Capture " in body and CAPTURE_FAILED.search(body):
+        # the graph runner wraps whatever failed while capturing (cuda_graph_runner.py: `raise
+        # Exception(f"Capture cuda graph failed: {e}...")`): a peer that went away is a distributed failure
+        wrapped = distributed_failure(body)
+        if wrapped is not None and wrapped[1] != "weak":
+            return "nccl", "fatal", {**wrapped[2], "during": "capturing_graphs"}
         oom = "out of memory" in body
         return "cuda_graph_failed", "fatal", {"oom": oom, **(oom_values(body) if oom else {})}
     if "memory" in body:

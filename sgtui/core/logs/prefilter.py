@@ -104,6 +104,11 @@ ANCHORS: tuple[str, ...] = (
     "Timed out",
     "clients joined",
     "Socket Timeout",
+    "TCPStore",
+    "[c10d]",
+    "Ping failed",
+    "recvValue",
+    "returnedNonce",
     "Rendezvous",
 )
 

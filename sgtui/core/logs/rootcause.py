@@ -126,7 +126,8 @@ def resolve_error(state: StartupState) -> ErrorInfo | None:
     error = _resolve(state)
     if error is None:
         return None
-    if error.phase == "starting" and state.reached == "starting":
+    pasted_tail = error.phase == "starting" and state.reached == "starting"
+    if pasted_tail and error.error_class not in _BEFORE_ANY_STEP:
         error = replace(error, phase=_phase_after(state.signals, error.line))
     root = next((s for s in state.signals if s.line == error.line), None)
     if root is None:
@@ -209,10 +210,16 @@ def _resolve(state: StartupState) -> ErrorInfo | None:
     )
 
 
+# Classes SGLang raises before any startup step (argument checks, the model's config, the ports): "starting"
+# is their phase, whatever the tracebacks of the processes they took down show.
+_BEFORE_ANY_STEP = ("bad_arguments", "incompatible_flags", "unsupported_model", "port_in_use")
+
+
 def _phase_after(signals: list[Signal], line: int) -> str:
     """A pasted tail: the failure's own line came with no frame and no milestone ("starting" by default),
-    while a traceback logged after it (the scheduler it took down) runs through the serving loop."""
-    return "running" if any(s.phase == "running" and s.line > line for s in signals) else "starting"
+    while a traceback logged after it (the scheduler it took down, NCCL's own exception) shows the step."""
+    later = [s for s in signals if s.line > line and s.phase != "starting"]
+    return min(later, key=lambda s: s.line).phase if later else "starting"
 
 
 def _crash_error(crash: Signal) -> ErrorInfo:
