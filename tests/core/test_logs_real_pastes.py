@@ -114,3 +114,29 @@ def test_an_nccl_warning_before_its_traceback_takes_the_tracebacks_step() -> Non
     traceback logged after it runs through init_torch_distributed."""
     error_class, phase, _ = _error("slurm-nccl-warn-refused-then-traceback.log")
     assert (error_class, phase) == ("nccl", "distributed_init")
+
+
+def test_a_paste_indented_in_a_list_item_keeps_its_times_and_ranks() -> None:
+    """GitHub list items and quotes indent pasted lines: the `[time DP1 TP3 EP3]` prefix is still read."""
+    analysis = _explain("slurm-dp-attention-deepep-indented.log")
+    begin = next(m for m in analysis.milestones if m.kind == "load_weight_begin")
+    assert (begin.time, begin.rank) == ("2026-02-20 11:13:52", "DP1 TP3 EP3")
+
+
+def test_an_exception_while_handling_a_cuda_fault_is_not_the_error() -> None:
+    """The illegal memory access is quoted; "CUDA-capable device(s) is/are busy or unavailable", raised while
+    restoring a stream during its handling, is context."""
+    analysis = _explain("sglang-3892-illegal-access-then-busy-device.log")
+    assert analysis.error is not None
+    assert analysis.error.text.startswith(
+        "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+    assert any("busy or unavailable" in c for c in analysis.error.values["context"])
+
+
+def test_the_nccl_watchdogs_first_report_is_the_error_line() -> None:
+    """ProcessGroupNCCL's "Exception (either an error or timeout) detected by watchdog at work: 32" comes
+    before its "Timeout at NCCL work: 32"."""
+    analysis = _explain("sglang-3932-nccl-watchdog-detected.log")
+    assert analysis.error is not None and analysis.error.error_class == "nccl"
+    assert "detected by watchdog" in analysis.error.text

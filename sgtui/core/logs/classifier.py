@@ -28,6 +28,7 @@ from sgtui.core.logs.prefilter import may_matter
 from sgtui.core.logs.prefix import (
     LINE_CAP,
     cap_line,
+    indented_prefix,
     last_segment,
     peel_collectors,
     split_prefix,
@@ -213,6 +214,8 @@ class LogClassifier:
             # a traceback's frame or source line, an indented continuation: neither a collector's prefix
             # nor SGLang's (what peel_collectors and split_prefix return for it, without the two calls)
             cloud_time, time, ranks, body = None, None, (), line
+            if first and "[" in line[:12]:
+                time, ranks, body = indented_prefix(line)  # a paste indented in a list item or a quote
         else:
             if first == "[" and line[11:12] != "T" and line[1:5] != "pod/":
                 cloud_time = None  # SGLang's own `[date time TPn]` prefix: no collector in front of it
@@ -260,7 +263,7 @@ class LogClassifier:
             return
         tail, self.trace.tail = self.trace.tail, False
         if (first == "D" or first == "T") and body.startswith(CHAIN_MARKERS):
-            self.failures.chain_marker()
+            self.failures.chain_marker(body)
             return
         if "SIGTERM received" in body or body.startswith("KeyboardInterrupt") or termed_child(body):
             # "SIGTERM received. signum=15 ... Draining requests and shutting down..." (sgtui's own stop, a

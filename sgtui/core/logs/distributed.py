@@ -57,6 +57,7 @@ _WATCHDOG_FATAL = (
     "Timeout at NCCL work",
     "watchdog got stuck",
     "taking the entire process down",
+    "detected by watchdog",
 )
 _STORE = (
     "DistStoreError",

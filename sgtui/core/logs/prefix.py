@@ -110,6 +110,17 @@ def split_prefix(line: str) -> tuple[str | None, tuple[str, ...], str]:
     return time, tuple(ranks.split()) if ranks else (), line[m.end() :]
 
 
+def indented_prefix(line: str) -> tuple[str | None, tuple[str, ...], str]:
+    """`split_prefix` of a line pasted with leading blanks (a GitHub list item or quote indents every line):
+    the line as it is when the blanks are followed by no SGLang or torch prefix (code, a frame)."""
+    stripped = line.lstrip(" \t")
+    if stripped[:1] == "[":
+        time, ranks, body = split_prefix(stripped)
+        if time is not None or ranks:
+            return time, ranks, body
+    return None, (), line
+
+
 # `docker compose logs`: "sglang-1  | " (v2), "sglang_1  | " (v1), a container_name padded to a column.
 _COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]{0,62} *\| ?")
 # `kubectl logs --prefix`: "[pod/sglang-0/server] ".

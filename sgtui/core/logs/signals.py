@@ -54,6 +54,7 @@ class FailureLog:
         self.crash: int | None = None  # index of a signal whose stack dump or traceback follows it
         self.trace_end: int | None = None  # index of the signal an exception line ending a traceback gave
         self.chained: int | None = None  # that signal, once Python said another exception follows from it
+        self.while_handling = False  # Python's words were "During handling ...", not "... the direct cause"
         self.message_of: int | None = None  # the signal whose message may go on over the next lines
         self._message_lines = 0
         self._blank_lines = 0
@@ -140,10 +141,11 @@ class FailureLog:
             state.phase = "failed"
             events.append(LogEvent(n, time, ranks, "phase", {"phase": "failed"}))
 
-    def chain_marker(self) -> None:
+    def chain_marker(self, marker: str = "") -> None:
         """ "During handling of the above exception, ..." / "The above exception was the direct cause ...":
         the exception of the traceback that follows replaces the one just seen as the event to quote."""
         self.chained = self.trace_end
+        self.while_handling = marker.startswith(CHAIN_MARKERS[0])
         self.trace_end = None
         self.message_of = None
 
@@ -153,6 +155,11 @@ class FailureLog:
         known class of the earlier ones holds when the last is of no known class."""
         signals = self.state.signals
         earlier, final = signals[first], signals[last]
+        if self.while_handling and final.error_class is None and _is_fault(earlier):
+            # "During handling of the above exception, another exception occurred": a CUDA fault or a dead
+            # peer, then a cleanup step that failed because of it ("CUDA-capable device(s) is/are busy or
+            # unavailable" while restoring a stream): the fault is what went wrong
+            earlier, final = final, earlier
         known = final.error_class is not None or earlier.error_class is None
         context = list(earlier.values.get("context", ()))
         if earlier.text[:300] not in context:  # a library may raise the same error twice in one chain
@@ -164,7 +171,7 @@ class FailureLog:
             rank=final.rank or earlier.rank,
             error_class=final.error_class if known else earlier.error_class,
             strength=final.strength if known else earlier.strength,
-            order=earlier.order,
+            order=min(earlier.order, final.order),
             phase=final.phase if final.phase != "starting" else earlier.phase,
             values=values,
         )
@@ -277,6 +284,12 @@ class FailureLog:
             self.signal((None, "death", {"trailing": True}), opened[0], opened[1], (), "(end of log)", out)
         elif generic is not None and generic[0] > last_milestone_line and generic[0] >= last_record_line:
             self.signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
+
+
+def _is_fault(signal: Signal) -> bool:
+    """A CUDA fault, a fatal signal or a distributed failure: what a later exception in the same chain follows
+    from, not what it explains."""
+    return bool(signal.values.get("crash")) or signal.error_class == "nccl"
 
 
 def _at_least(phase: str, step: str | None) -> str:
