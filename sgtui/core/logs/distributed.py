@@ -139,6 +139,26 @@ def _values(body: str) -> dict[str, Any]:
     m = _PEER.search(body)
     if m:
         values["peer"] = m.group(1) + (f":{m.group(2)}" if m.group(2) else "")
-    if "Watchdog caught" in body or "Timeout at NCCL work" in body or "watchdog got stuck" in body:
+    if (
+        "Watchdog caught" in body
+        or "Timeout at NCCL work" in body
+        or "watchdog got stuck" in body
+        or "detected by watchdog" in body
+    ):
         values["watchdog"] = True
+    elif any(needle in body for needle in _COMM_INIT):
+        values["comm_init"] = True
     return values
+
+
+# NCCL creating its communicators (bootstrap.cc, socket.cc, init.cc: ncclCommInitRank): connecting to the
+# peers' bootstrap sockets is what fails when a node is unreachable
+_COMM_INIT = (
+    "socketStartConnect",
+    "ncclSocketConnect",
+    "ncclOsSocketPollConnect",
+    "bootstrap",
+    "Bootstrap",
+    "ncclCommInitRank",
+    "commAlloc",
+)

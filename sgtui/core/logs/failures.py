@@ -177,10 +177,20 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         return None, "death", {"exception": True}
     if "Initialization failed" in body:
         return None, "death", {}
+    if body.startswith("HTTPConnectionPool(") and (
+        "Read timed out" in body or "Max retries exceeded" in body
+    ):
+        # 0.1.x-0.2.x server.py `_wait_and_warmup`: the warm-up request failed, printed bare (`print(e)`)
+        return "other", "cause", {"warmup": True}
+    if "reached monitoredBarrier" in body and "received errors" in body:
+        # Gloo's monitored barrier (ProcessGroupGloo.cpp): "Rank 3 successfully reached monitoredBarrier, but
+        # received errors while waiting for send/recv from rank 0": model_runner.load_model's barrier after
+        # the weights (0.4.x), so a peer never finished loading
+        return None, "death", {"peer_failed": True, "after_weights": True}
     if "other ranks th" in body and "finish the model loading" in body:
         # "TP rank 1 could finish the model loading, but there are other ranks that didn't": a peer (often on
         # another node) died while loading; its own log holds the cause.
-        return None, "death", {"peer_failed": True}
+        return None, "death", {"peer_failed": True, "after_weights": True}
     # systemd: "sglang.service: A process of this unit has been killed by the OOM killer." / "Failed with
     # result 'oom-kill'."; the kernel: "oom-kill:constraint=..." (not SGLang's own hint to check dmesg).
     if ("OOM killer" in body or "oom-kill" in body) and (
@@ -212,7 +222,15 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     return None
 
 
-_KERNEL_ASSERT = re.compile(r"\.cuh?:\d+: .{0,200}?Assertion `.{0,300}` failed")
+# CUDA_KERNEL_ASSERT's printf: "X.cu:112: f: block: [0,0,0], thread: [0,0,0] Assertion `cond` failed." (the
+# head is enough: a message with back-quotes of its own, or a cut line, still is one)
+_KERNEL_ASSERT = re.compile(
+    r"\.cuh?:\d+: .{0,200}?"
+    r"(?:block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `|Assertion `.{0,300}` failed)"
+)
+# glibc's assert(): "python: /project/lib/Analysis/Allocation.cpp:40: f: Assertion `cond' failed.", then
+# SIGABRT (Triton's compiler, a C++ extension)
+_C_ASSERT = re.compile(r"\.(?:c|cc|cpp|cxx|h|hpp|hh):\d+: .{0,300}?Assertion `.{0,400}' failed")
 _SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 _CAUGHT = re.compile(r"Caught signal (\d+) \(([^:)]*)")
 _FATAL = re.compile(r"Fatal Python error: (\w[\w ]*)")
@@ -243,6 +261,8 @@ def crash_values(body: str) -> dict[str, Any] | None:
         "Assertion `" in body and _KERNEL_ASSERT.search(body)
     ):
         return {"crash": True, "signal": None, "cuda_fault": "device_assert"}
+    if "Assertion `" in body and _C_ASSERT.search(body):
+        return {"crash": True, "signal": "SIGABRT", "what": body.strip()[:160]}
     if "Fatal Python error" in body:
         m = _FATAL.search(body)
         what = m.group(1).strip() if m else ""

@@ -73,8 +73,9 @@ def milestone_line(
             values["dtype"] = dtype
         if k_size is not None:
             values["k_size_gib"] = rules.num(k_size)
-            values["v_size_gib"] = rules.num(v_size)
-        else:
+            if v_size is not None:
+                values["v_size_gib"] = rules.num(v_size)
+        elif kv_size is not None:
             values["kv_size_gib"] = rules.num(kv_size)
         if label == "SWA":
             c.fact("swa_kv_tokens", values.get("tokens"), FROM_RUNTIME)

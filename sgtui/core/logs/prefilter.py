@@ -80,6 +80,8 @@ ANCHORS: tuple[str, ...] = (
     "scheduler",
     "hit an exception",
     "Initialization failed",
+    "HTTPConnectionPool",
+    "monitoredBarrier",
     "other ranks",
     "OOM",
     "oom-kill",

@@ -29,10 +29,12 @@ MAMBA = re.compile(
     r"(?:,? intermediate_ssm_state_cache size: " + _NUM + r" ?GB,? intermediate_conv_window_cache size: "
     r"" + _NUM + r" ?GB)?"
 )
-# "#tokens" is missing in 0.4.x ("KV Cache is allocated. K size: 1.42 GB, V size: 1.42 GB.").
+# "#tokens" is missing in 0.4.x ("KV Cache is allocated. K size: 1.42 GB, V size: 1.42 GB."). A line cut
+# short (a terminal's width, a pager, an excerpt) is still the milestone; each number counts only whole
+# (followed by its separator or unit).
 KV_CACHE = re.compile(
-    r"(?:(\w+) )?KV Cache (?:is allocated|VA upper bound)\. (?:dtype: ([\w.]+), )?(?:#tokens: (\d+), )?"
-    r"(?:K size: " + _NUM + r" GB, V size: " + _NUM + r" GB|KV size: " + _NUM + r" GB)"
+    r"(?:(\w+) )?KV Cache (?:is allocated|VA upper bound)\.(?: dtype: ([\w.]+),)?(?: #tokens: (\d+),)?"
+    r"(?: K size: " + _NUM + r" GB(?:, V size: " + _NUM + r" GB)?| KV size: " + _NUM + r" GB)?"
 )
 SWA_KV_POOL = re.compile(
     r"SWAKVPool (?:mem usage|VA upper bound): " + _NUM + r" ?GB, swa size: (\d+), full size: (\d+)"

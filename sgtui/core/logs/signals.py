@@ -84,7 +84,7 @@ class FailureLog:
             return  # ATen prints the failed assertion once per GPU thread: the first line says it
         if strength != "death":
             self.last_message_line = n
-        phase = _at_least(self.phase_now(n), _STEP_OF_CLASS.get(error_class or ""))
+        phase = _at_least(self.phase_now(n), _step_of(error_class, values))
         if values.get("during_batch") and phase not in ("serving", "running"):
             phase = "running"  # a batch in flight: the warm-up's ("serving") or requests'
 
@@ -290,6 +290,15 @@ def _is_fault(signal: Signal) -> bool:
     """A CUDA fault, a fatal signal or a distributed failure: what a later exception in the same chain follows
     from, not what it explains."""
     return bool(signal.values.get("crash")) or signal.error_class == "nccl"
+
+
+def _step_of(error_class: str | None, values: dict[str, Any]) -> str | None:
+    """The startup step a failure's own words place it in (None: they do not say)."""
+    if values.get("comm_init"):
+        return "distributed_init"  # NCCL connecting its communicators' peers
+    if values.get("after_weights"):
+        return "loading_weights"  # load_model's barrier once this rank's weights were in: a peer was not
+    return _STEP_OF_CLASS.get(error_class or "")
 
 
 def _at_least(phase: str, step: str | None) -> str:
