@@ -69,7 +69,10 @@ def test_ranks_and_nodes_that_did_not_get_past_are_named() -> None:
     clock.now = 10.0 + 10_000
     event = classifier.check_stall()
     assert event is not None
-    assert event.values["phase"] == "loading_weights"
+    # the stall is in the slowest ranks' phase: node 0 waits on node 1's distributed init
+    assert event.values["phase"] == "distributed_init"
+    assert event.values["lagging_ranks"] == ["TP4", "TP5", "TP6", "TP7"]
+    assert "TP4, TP5, TP6, TP7 still distributed init, the others loading weights" in event.text
     assert event.values["ranks_reached"] == ["TP0", "TP1", "TP2", "TP3"]
     assert event.values["ranks_behind"] == ["TP4", "TP5", "TP6", "TP7"]
     assert (event.values["nodes_reached"], event.values["nodes_behind"]) == ([0], [1])

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from sgtui.core.logs.ranks import node_of, progress_by_rank
+from sgtui.core.logs.ranks import lag_words, lagging_ranks, node_of, progress_by_rank
 from sgtui.core.logs.state import ANSWERED, MILESTONE_KINDS, PHASE_LABELS, ErrorInfo, LogEvent, StartupState
 
 # A healthy launch's time in each phase before scaling, in seconds. Where each comes from:
@@ -148,16 +148,16 @@ class StallWatch:
             now = self.clock() if self.clock is not None else None
             if now is None:
                 return None
-        phase = state.reached
-        if phase == "ready" or ANSWERED in state.notes or state.exited or state.error is not None:
+        if state.reached == "ready" or ANSWERED in state.notes or state.exited or state.error is not None:
             return None
+        phase = state.slowest  # the slowest rank's phase: the others wait on it (phases.py)
         idle = now - self.last
         limit, expected, basis = self.limit(phase, state)
         if idle <= limit:
             return None
         values = stall_values(state, phase, idle, expected, limit, basis)
-        label = PHASE_LABELS.get(phase, phase)
-        text = f"no progress for {idle:.0f} s while {label} (expected about {expected:.0f} s: {basis})"
+        words = phase_words(state, phase)
+        text = f"no progress for {idle:.0f} s while {words} (expected about {expected:.0f} s: {basis})"
         state.stall = ErrorInfo("stalled", line, text, phase, state.last_time, values)
         return LogEvent(line, state.last_time, (), "stalled", values, text)
 
@@ -182,7 +182,19 @@ def stall_values(
     if nodes_reached or nodes_behind:
         values["nodes_reached"] = nodes_reached
         values["nodes_behind"] = nodes_behind
+    lagging = lagging_ranks(state)
+    if lagging:
+        values["lagging_ranks"] = lagging  # still in `phase` while the others are in `reached`
+        values["reached"] = state.reached
     return values
+
+
+def phase_words(state: StartupState, phase: str) -> str:
+    """The phase in words: "loading weights", or with ranks lagging "loading weights (TP0, TP7 still loading
+    weights, the others allocating pools)"."""
+    label = PHASE_LABELS.get(phase, phase)
+    lag = lag_words(state) if phase == state.slowest else ""
+    return f"{label} ({lag})" if lag else label
 
 
 def _int(value: Any) -> int | None:
