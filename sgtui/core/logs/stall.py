@@ -105,11 +105,17 @@ def _capturing(state: StartupState, base: float) -> tuple[float, str]:
 
 
 def _per_step(state: StartupState, phase: str, bar: dict[str, Any]) -> float | None:
-    """Seconds per bar step so far, from the log's own times (None before the bar has moved)."""
+    """Seconds per bar step so far, from the log's own times (None before the bar has moved, and once it is
+    full: what follows a full bar has no steps to time; after the checkpoint shards SGLang still runs each
+    module's `quant_method.process_weights_after_loading`, sglang/srt/model_loader/loader.py
+    `load_weights_and_postprocess`, minutes for a large FP8 model on ROCm, with no bar)."""
     done = bar.get("done")
     start = state.phase_start.get(phase)
     now = state.last_seconds
     if not isinstance(done, int) or done <= 0 or start is None or now is None or now <= start:
+        return None
+    total = bar.get("total")
+    if isinstance(total, int) and done >= total:
         return None
     return (now - start) / done
 
