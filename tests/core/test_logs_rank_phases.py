@@ -74,6 +74,11 @@ def test_a_log_cut_while_a_rank_still_loads_ends_in_loading_and_times_loading_to
     assert end["lagging_ranks"] == ["TP0"]
     assert analysis.stalled and state.stall is not None and state.stall.phase == "loading_weights"
     assert "TP0 still loading weights" in state.stall.text
+    text = render("cut.log", analysis, diagnose(analysis))
+    assert (
+        "The log ends while loading weights (TP0 still loading weights, the others allocating pools): that "
+        "phase had run 50 min at its last line" in text
+    )
 
 
 def test_the_live_watch_judges_the_same_phase_as_explain() -> None:
