@@ -13,14 +13,6 @@ from sgtui.core.logs import LogClassifier, classify_text, diagnose
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "issues"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def _log(*lines: str) -> str:
     return "\n".join(lines) + "\n"
 
@@ -83,13 +75,13 @@ def test_a_log_cut_while_a_rank_still_loads_ends_in_loading_and_times_loading_to
 
 def test_the_live_watch_judges_the_same_phase_as_explain() -> None:
     """`sgtui launch --watch` and the TUI: the same log, a real clock, the same phase and lagging rank."""
-    clock = Clock()
-    classifier = LogClassifier(clock=clock)
+    now = [0.0]  # the watch's clock, in seconds
+    classifier = LogClassifier(clock=lambda: now[0])
     classifier.feed(_log(*SLOW_TP0.splitlines()[:4]))
     # 16 GB a GPU x TP 2 at 0.5 GB/s + 120 s: 184 s expected in loading (x4: 736 s); the pools' limit: 300 s
-    clock.now = 700.0
+    now[0] = 700.0
     assert classifier.check_stall() is None
-    clock.now = 800.0
+    now[0] = 800.0
     event = classifier.check_stall()
     assert event is not None and event.values["phase"] == "loading_weights"
     assert event.values["lagging_ranks"] == ["TP0"] and event.values["reached"] == "allocating_pools"
