@@ -131,13 +131,13 @@ def _minutes(seconds: float) -> str:
 
 def _time_lines(analysis: Any) -> list[str]:
     """Stalls inside the log (gaps past the phase's limit) and how long the phase it ends in had run."""
-    from sgtui.core.logs.state import PHASE_LABELS
+    from sgtui.core.logs.stall import phase_words
 
     state = analysis.state
     out = [f"Stall inside the log: {gap['text']}" for gap in state.gaps]
     end = state.phase_at_end
     if end and "ran_s" in end:
-        label = PHASE_LABELS.get(end["phase"], end["phase"])
+        label = phase_words(state, end["phase"])  # with the ranks still in it when others went on
         idle = end.get("idle_s")
         quiet = f", {_minutes(idle)} of it without progress" if idle else ""
         out.append(

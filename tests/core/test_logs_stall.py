@@ -69,7 +69,10 @@ def test_ranks_and_nodes_that_did_not_get_past_are_named() -> None:
     clock.now = 10.0 + 10_000
     event = classifier.check_stall()
     assert event is not None
-    assert event.values["phase"] == "loading_weights"
+    # the stall is in the slowest ranks' phase: node 0 waits on node 1's distributed init
+    assert event.values["phase"] == "distributed_init"
+    assert event.values["lagging_ranks"] == ["TP4", "TP5", "TP6", "TP7"]
+    assert "TP4, TP5, TP6, TP7 still distributed init, the others loading weights" in event.text
     assert event.values["ranks_reached"] == ["TP0", "TP1", "TP2", "TP3"]
     assert event.values["ranks_behind"] == ["TP4", "TP5", "TP6", "TP7"]
     assert (event.values["nodes_reached"], event.values["nodes_behind"]) == ([0], [1])
@@ -115,6 +118,22 @@ def test_the_loading_rate_seen_so_far_sets_the_wait_for_the_next_shard() -> None
     clock.now = 200.0
     event = classifier.check_stall()
     assert event is not None and "10 s per checkpoint shard" in event.values["basis"]
+
+
+def test_a_full_bar_says_nothing_about_the_rest_of_loading() -> None:
+    """After the last checkpoint shard SGLang still post-processes the weights (quantized layers repacked,
+    minutes for a large FP8 model) with no bar: a bar that took 1 s a shard does not make 5 quiet minutes a
+    stall; the wait falls back to the model's size (140 GB: 400 s expected, 1600 s limit)."""
+    clock = Clock()
+    classifier = LogClassifier(clock=clock)
+    classifier.feed(_log(ARGS, "[2026-03-01 10:00:00 TP0] Load weight begin. avail mem=78.00 GB"))
+    bar = "Loading safetensors checkpoint shards: 100% Completed | 30/30 [00:30<00:00,  1.00s/it]"
+    clock.now = 30.0
+    classifier.feed(_log(f"[2026-03-01 10:00:30 TP0] {bar}"))
+    clock.now = 330.0
+    assert classifier.check_stall() is None
+    classifier.feed(_log("[2026-03-01 10:06:00 TP0] Load weight end. type=LlamaForCausalLM, avail mem=60 GB"))
+    assert classifier.state.gaps == []  # explain, on the log's own clock, agrees
 
 
 def test_stall_after_overrides_every_phase_limit() -> None:

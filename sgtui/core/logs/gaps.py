@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sgtui.core.logs.state import ANSWERED, PHASE_LABELS, SERVED, STOPPED, ErrorInfo, parse_seconds
+from sgtui.core.logs.ranks import lagging_ranks
+from sgtui.core.logs.state import ANSWERED, SERVED, STOPPED, ErrorInfo, parse_seconds
 
 if TYPE_CHECKING:
     from sgtui.core.logs.stall import StallWatch
@@ -37,14 +38,20 @@ class GapWatch:
         start, end = parse_seconds(previous), parse_seconds(time)
         if start is None or end is None or end - start <= _SHORTEST_LIMIT_S:
             return
-        phase = state.reached
+        phase = state.slowest  # judged in the slowest rank's phase: the others wait on it (phases.py)
         limit, expected, basis = self.stall.limit(phase, state)
         gap = end - start
         if gap <= limit or len(self.gaps) >= MAX_GAPS:
             return
+        from sgtui.core.logs.stall import phase_words
+
+        gap_report: dict[str, Any] = {"phase": phase}
+        lagging = lagging_ranks(state)
+        if lagging:
+            gap_report.update(lagging_ranks=lagging, reached=state.reached)
         self.gaps.append(
             {
-                "phase": phase,
+                **gap_report,
                 "idle_s": round(gap, 1),
                 "limit_s": round(limit, 1),
                 "expected_s": round(expected, 1),
@@ -52,7 +59,7 @@ class GapWatch:
                 "from_line": previous_line,
                 "to_line": n,
                 "then": body.strip()[:200],
-                "text": f"no progress for {_duration(gap)} while {PHASE_LABELS.get(phase, phase)} "
+                "text": f"no progress for {_duration(gap)} while {phase_words(state, phase)} "
                 f"(lines {previous_line}-{n}; expected about {_duration(expected)}: {basis}), then: "
                 f"{body.strip()[:120]}",
             }
@@ -64,7 +71,7 @@ class GapWatch:
         without progress past its limit (a cut or hung launch; not a failure, as in the live watch)."""
         if not _watching(state) or state.exited or not state.milestones:
             return  # a launch must be visible (a pasted tail of a running server has no startup to time)
-        phase = state.reached
+        phase = state.slowest
         now = state.last_seconds
         if now is None:
             return
@@ -73,6 +80,9 @@ class GapWatch:
         since = progressed if progressed is not None else started
         limit, expected, basis = self.stall.limit(phase, state)
         report: dict[str, Any] = {"phase": phase, "limit_s": round(limit, 1), "basis": basis}
+        lagging = lagging_ranks(state)
+        if lagging:
+            report.update(lagging_ranks=lagging, reached=state.reached)
         if started is not None:
             report["ran_s"] = round(max(0.0, now - started), 1)
         if since is not None:
@@ -81,15 +91,14 @@ class GapWatch:
         idle = report.get("idle_s")
         if idle is None or idle <= limit or state.stall is not None:
             return
-        from sgtui.core.logs.stall import stall_values
+        from sgtui.core.logs.stall import phase_words, stall_values
 
         values = stall_values(state, phase, idle, expected, limit, basis)
         values["ran_s"] = report.get("ran_s")
         values["at_end"] = True
-        label = PHASE_LABELS.get(phase, phase)
         text = (
-            f"no progress for {_duration(idle)} while {label} when the log ends (expected about "
-            f"{_duration(expected)}: {basis})"
+            f"no progress for {_duration(idle)} while {phase_words(state, phase)} when the log ends "
+            f"(expected about {_duration(expected)}: {basis})"
         )
         state.stall = ErrorInfo("stalled", line, text, phase, state.last_time, values)
         state.invalidate()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sgtui.core.logs.state import PHASE_LABELS, PHASES
+
 if TYPE_CHECKING:
     from sgtui.core.logs.state import StartupState
 
@@ -50,6 +52,25 @@ def progress_by_rank(state: StartupState, later_kinds: tuple[str, ...]) -> tuple
             past |= milestone.ranks
     seen |= past
     return sorted(past, key=_order), sorted(seen - past, key=_order)
+
+
+def lagging_ranks(state: StartupState) -> list[str]:
+    """The ranks still in `state.slowest` while others are past it (phases.py), in rank order; [] when no
+    rank lags."""
+    if state.slowest == state.reached or len(state.rank_phase) < 2:
+        return []
+    index = PHASES.index(state.slowest)
+    return sorted((r for r, p in state.rank_phase.items() if p <= index), key=_order)
+
+
+def lag_words(state: StartupState, most: int = 8) -> str:
+    """Who lags: "TP0, TP7 still loading weights, the others allocating pools", or "" when no rank does."""
+    lagging = lagging_ranks(state)
+    if not lagging:
+        return ""
+    names = ", ".join(lagging[:most]) + (f" and {len(lagging) - most} more" if len(lagging) > most else "")
+    label = PHASE_LABELS.get(state.slowest, state.slowest)
+    return f"{names} still {label}, the others {PHASE_LABELS.get(state.reached, state.reached)}"
 
 
 def _order(rank: str) -> tuple[int, str]:

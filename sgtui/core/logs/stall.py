@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from sgtui.core.logs.ranks import node_of, progress_by_rank
+from sgtui.core.logs.ranks import lag_words, lagging_ranks, node_of, progress_by_rank
 from sgtui.core.logs.state import ANSWERED, MILESTONE_KINDS, PHASE_LABELS, ErrorInfo, LogEvent, StartupState
 
 # A healthy launch's time in each phase before scaling, in seconds. Where each comes from:
@@ -105,11 +105,17 @@ def _capturing(state: StartupState, base: float) -> tuple[float, str]:
 
 
 def _per_step(state: StartupState, phase: str, bar: dict[str, Any]) -> float | None:
-    """Seconds per bar step so far, from the log's own times (None before the bar has moved)."""
+    """Seconds per bar step so far, from the log's own times (None before the bar has moved, and once it is
+    full: what follows a full bar has no steps to time; after the checkpoint shards SGLang still runs each
+    module's `quant_method.process_weights_after_loading`, sglang/srt/model_loader/loader.py
+    `load_weights_and_postprocess`, minutes for a large FP8 model on ROCm, with no bar)."""
     done = bar.get("done")
     start = state.phase_start.get(phase)
     now = state.last_seconds
     if not isinstance(done, int) or done <= 0 or start is None or now is None or now <= start:
+        return None
+    total = bar.get("total")
+    if isinstance(total, int) and done >= total:
         return None
     return (now - start) / done
 
@@ -148,16 +154,16 @@ class StallWatch:
             now = self.clock() if self.clock is not None else None
             if now is None:
                 return None
-        phase = state.reached
-        if phase == "ready" or ANSWERED in state.notes or state.exited or state.error is not None:
+        if state.reached == "ready" or ANSWERED in state.notes or state.exited or state.error is not None:
             return None
+        phase = state.slowest  # the slowest rank's phase: the others wait on it (phases.py)
         idle = now - self.last
         limit, expected, basis = self.limit(phase, state)
         if idle <= limit:
             return None
         values = stall_values(state, phase, idle, expected, limit, basis)
-        label = PHASE_LABELS.get(phase, phase)
-        text = f"no progress for {idle:.0f} s while {label} (expected about {expected:.0f} s: {basis})"
+        words = phase_words(state, phase)
+        text = f"no progress for {idle:.0f} s while {words} (expected about {expected:.0f} s: {basis})"
         state.stall = ErrorInfo("stalled", line, text, phase, state.last_time, values)
         return LogEvent(line, state.last_time, (), "stalled", values, text)
 
@@ -182,7 +188,19 @@ def stall_values(
     if nodes_reached or nodes_behind:
         values["nodes_reached"] = nodes_reached
         values["nodes_behind"] = nodes_behind
+    lagging = lagging_ranks(state)
+    if lagging:
+        values["lagging_ranks"] = lagging  # still in `phase` while the others are in `reached`
+        values["reached"] = state.reached
     return values
+
+
+def phase_words(state: StartupState, phase: str) -> str:
+    """The phase in words: "loading weights", or with ranks lagging "loading weights (TP0, TP7 still loading
+    weights, the others allocating pools)"."""
+    label = PHASE_LABELS.get(phase, phase)
+    lag = lag_words(state) if phase == state.slowest else ""
+    return f"{label} ({lag})" if lag else label
 
 
 def _int(value: Any) -> int | None:

@@ -222,7 +222,14 @@ class StartupState:
     warnings: list[tuple[int, str]] = field(default_factory=list)
     notes: set[str] = field(default_factory=set)
     ranks_seen: set[str] = field(default_factory=set)
-    phase_start: dict[str, float] = field(default_factory=dict)
+    phase_start: dict[str, float] = field(default_factory=dict)  # the first rank's entry into each phase
+    # Several ranks (phases.py, ranks.py): the earliest phase a rank that printed a milestone is still in,
+    # each such rank's phase (its index in PHASES), when the last rank got to each phase or past it, and
+    # when the last rank in it moved on. With one rank or none, `slowest` is `reached`.
+    slowest: str = "starting"
+    rank_phase: dict[str, int] = field(default_factory=dict)
+    phase_settled: dict[str, float] = field(default_factory=dict)
+    phase_left: dict[str, float] = field(default_factory=dict)
     last_time: str | None = None
     exit_code: int | None = None
     exited: bool = False
@@ -266,7 +273,26 @@ class StartupState:
         return sorted(self.milestones.values(), key=lambda m: m.line)
 
     def durations(self) -> dict[str, float]:
-        """Seconds spent in each phase reached, from its first milestone to the next phase's first one."""
+        """Seconds spent in each phase reached, from its first milestone to the next phase's first one; with
+        several ranks, from when the last rank got there to when the last rank in it moved on (phases.py), so
+        a phase that waits on a slow rank is not charged to the phase the fast ones went on to."""
+        durations = self._front_durations()
+        if len(self.rank_phase) < 2:
+            return durations
+        slowest = PHASES.index(self.slowest)
+        end_of_log = parse_seconds(self.last_time)
+        out: dict[str, float] = {}
+        for phase, seconds in durations.items():
+            index = PHASES.index(phase)
+            if index > slowest:
+                continue  # the fast ranks are there, the slow ones are not yet: the slowest's phase runs on
+            start = max(self.phase_start[phase], self.phase_settled.get(phase, self.phase_start[phase]))
+            end = self.phase_left.get(phase) if index < slowest else end_of_log
+            out[phase] = round(max(0.0, end - start), 3) if end is not None else seconds
+        return out
+
+    def _front_durations(self) -> dict[str, float]:
+        """Each phase from its first milestone (any rank's) to the next phase's first one."""
         reached = [(p, self.phase_start[p]) for p in PHASES if p in self.phase_start]
         reached.sort(key=lambda item: item[1])
         out: dict[str, float] = {}
