@@ -1,0 +1,87 @@
+"""The diagnosis of real failures from public SGLang issues and notes (tests/fixtures/logs/issues/, each file's
+`# source:` names where it comes from): what failed decides the advice, so a user is not sent the wrong way
+(fewer GPUs for a lost node, P2P off for a refused socket, more GPUs for a model the fallback does not shard).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgtui.core.logs import Diagnosis, classify_text, diagnose
+
+ISSUES = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "issues"
+_ONE_HOST = {"NCCL_P2P_DISABLE", "--tp-size"}
+
+
+def _diagnosis(name: str) -> Diagnosis:
+    result = diagnose(classify_text((ISSUES / name).read_text(encoding="utf-8")))
+    assert result, "expected a diagnosis"
+    return result[0]
+
+
+def _flags(d: Diagnosis) -> set[str | None]:
+    return {s.flag for s in d.suggestions}
+
+
+def _whys(d: Diagnosis) -> str:
+    return " ".join(s.why for s in d.suggestions)
+
+
+# ---- 1. NCCL, Gloo and the rendezvous store ------------------------------------------------------------
+
+
+def test_a_two_node_store_timeout_gets_network_advice_not_fewer_gpus() -> None:
+    """2 x 8 GPUs, DistStoreError after 1800 s: the other node never joined. Halving --tp-size ("one GPU in
+    the 16-GPU set is at fault") and P2P off are about one host's links, not the rendezvous."""
+    d = _diagnosis("sglang-3398-two-nodes-store-timeout.log")
+    assert d.error_class == "nccl"
+    assert not _flags(d) & _ONE_HOST
+    assert "NCCL_SOCKET_IFNAME" in _flags(d) and "GLOO_SOCKET_IFNAME" in _whys(d)
+    assert "11.130.1.53:5000 (--dist-init-addr)" in _whys(d)
+    assert "rendezvous store" in d.detail and "GPU-to-GPU" not in d.detail
+    assert "1800 s" in d.detail
+
+
+def test_a_lost_tcpstore_points_at_the_first_node_s_own_failure() -> None:
+    """"Ping failed, invalid nonce returned": the store's server (rank 0's process) went away first."""
+    d = _diagnosis("verl-ray-tcpstore-nonce.log")
+    assert "TCPStore" in d.title and "GPU-to-GPU" not in d.detail
+    assert "other node's log" in d.suggestions[0].why
+    assert not _flags(d) & _ONE_HOST
+
+
+def test_gloo_peer_closed_during_capture_is_a_peer_gone_not_the_graphs() -> None:
+    """SGLang wraps the Gloo barrier's "Connection closed by peer" in "Capture cuda graph failed": the peer
+    at 172.31.18.145 went away; its log has the cause."""
+    d = _diagnosis("sglang-3254-capture-wraps-gloo-peer-closed.log")
+    assert d.title.startswith("Gloo")
+    assert "172.31.18.145:45492 closed the connection" in d.detail
+    assert "graphs are not the cause" in d.detail
+    assert "other node's log" in d.suggestions[0].why
+    assert not _flags(d) & (_ONE_HOST | {"--disable-cuda-graph"})
+
+
+def test_a_refused_nccl_bootstrap_connection_names_the_address_and_the_firewall() -> None:
+    d = _diagnosis("slurm-nccl-warn-refused-then-traceback.log")
+    assert d.title == "NCCL could not connect to another node"
+    assert "10.99.91.49:58525" in d.detail and "10.99.91.49:58525" in _whys(d)
+    assert "NCCL_P2P_DISABLE" not in _flags(d)
+
+
+def test_a_watchdog_timeout_on_one_host_reads_the_other_ranks_first() -> None:
+    """The watchdog's timeout on a single host: the rank that died first is the cause; read the others
+    before touching P2P."""
+    d = _diagnosis("sglang-3368-watchdog-allreduce.log")
+    assert "A collective timed out" in d.detail
+    assert "every rank" in d.suggestions[0].why
+    assert "NCCL_P2P_DISABLE" in _flags(d)
+
+
+def test_the_watchdog_sentence_follows_the_watchdog_value_not_the_quoted_words() -> None:
+    """ProcessGroupNCCL's "Timeout at NCCL work" is the watchdog too, though it never says "Watchdog"."""
+    text = (
+        "[rank3]:[E227 16:30:43.526301625 ProcessGroupNCCL.cpp:1834] [PG ID 2 PG GUID 3 Rank 3] Timeout at "
+        "NCCL work: 32, last enqueued NCCL work: 32, last completed NCCL work: 31.\n"
+    )
+    d = diagnose(classify_text(text))[0]
+    assert d.error_class == "nccl" and "A collective timed out" in d.detail
