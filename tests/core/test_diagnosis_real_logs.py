@@ -85,3 +85,61 @@ def test_the_watchdog_sentence_follows_the_watchdog_value_not_the_quoted_words()
     )
     d = diagnose(classify_text(text))[0]
     assert d.error_class == "nccl" and "A collective timed out" in d.detail
+
+
+# ---- 2. the installation or the GPU cannot run the launch ----------------------------------------------
+
+
+def test_an_invalid_device_ordinal_counts_the_gpus_each_node_needs() -> None:
+    """--tp 16 over --nnodes 2 gives each node 8 GPUs; TP6 asked for GPU 6 on a node that has fewer."""
+    d = _diagnosis("sglang-3470-invalid-device-ordinal.log")
+    assert d.title == "A GPU index the launch needs does not exist"
+    assert "8 GPU(s) (--tp-size 16 / --nnodes 2)" in d.detail and "TP6 asked for GPU 6" in d.detail
+    assert {"CUDA_VISIBLE_DEVICES", "--tp-size", "--nnodes"} <= _flags(d)
+
+
+def test_a_hip_invalid_device_function_is_a_build_without_this_gpu_s_kernels() -> None:
+    """MI100 (gfx908) under a ROCm image built for other gfx targets."""
+    d = _diagnosis("sglang-5775-hip-invalid-device-function.log")
+    assert d.title == "The GPU is not supported by these kernels"
+    assert "gfx target" in d.suggestions[0].why
+
+
+def test_a_gpu_below_sm75_is_named_as_too_old() -> None:
+    d = _diagnosis("tke-guide-below-sm75.log")
+    assert d.title == "The GPU is older than SGLang supports"
+    assert "7.5" in d.detail and "7.5" in d.suggestions[0].why
+
+
+def test_a_package_that_is_not_installed_is_named() -> None:
+    d = _diagnosis("slurm-dp-attention-deepep-indented.log")
+    assert d.title == "A Python package is missing or broken"
+    assert d.detail.startswith("DeepEP is not installed") and "Install DeepEP" in d.suggestions[0].why
+
+
+def test_the_flag_that_selects_a_missing_package_is_named() -> None:
+    """--moe-a2a-backend deepep chose DeepEP: launching without it is the other way out."""
+    text = (
+        "[2026-01-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=8, moe_a2a_backend='deepep')\n"
+        "[2026-01-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/layers/moe/token_dispatcher/deepep.py", line 304, in __init__\n'
+        "ImportError: DeepEP is not installed. Please install DeepEP package from "
+        "https://github.com/deepseek-ai/deepep.\n"
+    )
+    d = diagnose(classify_text(text))[0]
+    assert "which --moe-a2a-backend deepep selects" in d.detail
+    assert "--moe-a2a-backend" in _flags(d)
+
+
+def test_an_import_time_type_error_is_a_package_version_mismatch_named_by_its_package() -> None:
+    """launch_server's imports reach transformers' AutoImageProcessor.register with arguments the installed
+    transformers (5.3 from git) no longer takes: a version mismatch, not a bug to search for."""
+    d = _diagnosis("notes-glm5-import-time-typeerror.log")
+    assert "version mismatch" in d.title
+    assert "transformers" in d.detail and "Install the transformers version" in d.suggestions[0].why
+
+
+def test_an_attribute_error_on_an_object_is_no_package_mismatch() -> None:
+    """Only a module missing an attribute says the package differs; None missing one is a bug."""
+    text = "Traceback (most recent call last):\nAttributeError: 'NoneType' object has no attribute 'shape'\n"
+    assert "version mismatch" not in diagnose(classify_text(text))[0].title

@@ -11,6 +11,7 @@ from sgtui.core.logs.diagnosis.common import (
     phase_words,
 )
 from sgtui.core.logs.diagnosis.crash import crash, kernel_resources
+from sgtui.core.logs.diagnosis.install import install_failure
 
 _WARMUP_STATUS = re.compile(r"Response \[(\d{3})\]")
 _MISSING_LIBRARY = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
@@ -127,21 +128,13 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
         "SGLang's kernels.",
     ),
     (
-        ("no kernel image is available for execution on the device",),
-        "The GPU is not supported by these kernels",
-        "The installed PyTorch/SGLang kernels were not built for this GPU's architecture (too old a GPU, "
-        "or a wheel for another CUDA version).",
-        "Install the SGLang/PyTorch build that matches the GPU and CUDA version, or use SGLang's Docker "
-        "image for it.",
-    ),
-    (
         ("driver on your system is too old", "CUDA driver version is insufficient"),
         "The NVIDIA driver is too old",
         "The installed PyTorch needs a newer NVIDIA driver than the host has.",
         "Upgrade the host's NVIDIA driver, or install a PyTorch/SGLang build for the older CUDA version.",
     ),
     (
-        ("ModuleNotFoundError: No module named", "ImportError: cannot import name", "undefined symbol"),
+        ("undefined symbol",),  # a missing module or a mismatched import: install.py
         "A Python package is missing or broken",
         "The environment SGLang runs in lacks a package it imports, or has one built against other versions.",
         "Reinstall SGLang with its extras in that environment (`pip install -U 'sglang[all]'`), or use "
@@ -170,7 +163,7 @@ def other(ctx: Context) -> Diagnosis:
         return kernel_resources(ctx)
     text = ctx.error.text
     death = ctx.error.death_text or ""
-    known = _known_other(ctx)
+    known = install_failure(ctx) or _known_other(ctx)
     if known is not None:
         return known
     status = _WARMUP_STATUS.search(text)
