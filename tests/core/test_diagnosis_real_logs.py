@@ -143,3 +143,42 @@ def test_an_attribute_error_on_an_object_is_no_package_mismatch() -> None:
     """Only a module missing an attribute says the package differs; None missing one is a bug."""
     text = "Traceback (most recent call last):\nAttributeError: 'NoneType' object has no attribute 'shape'\n"
     assert "version mismatch" not in diagnose(classify_text(text))[0].title
+
+
+# ---- 3. the Transformers fallback, 4. transformers that does not know the model -------------------------
+
+
+def test_an_oom_under_the_transformers_fallback_names_the_fallback_not_more_gpus() -> None:
+    """GLM-5 (GlmMoeDsaForCausalLM) on 8 x MI355X: every rank logs the fallback, then runs out of memory in
+    transformers' own MoE module. The FP8 checkpoint would fit 8 x 288 GiB sharded; the fallback does not
+    shard the experts."""
+    path = ISSUES / "notes-glm5-transformers-fallback-oom.log"
+    analysis = classify_text(path.read_text(encoding="utf-8"))
+    assert analysis.facts["transformers_fallback"] == "GlmMoeDsaForCausalLM"
+    fit = {
+        "verdict": "fails",
+        "fixes": [{"flag": "--tp-size", "value": 16, "verdict": "fits", "why": "more GPUs"}],
+        "warnings": [{"flag": "--tp-size", "suggested_value": 16, "message": "more GPUs"}],
+    }
+    d = diagnose(analysis, fit)[0]
+    assert d.error_class == "cuda_oom" and "Transformers fallback" in d.title
+    assert "native support for GlmMoeDsaForCausalLM" in d.suggestions[0].why
+    assert not _flags(d) & {"--tp-size", "--quantization"}
+
+
+def test_model_impl_transformers_is_the_fallback_too() -> None:
+    text = (
+        "[2026-01-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=8, model_impl='transformers')\n"
+        "[2026-01-01 10:00:05 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n"
+    )
+    d = diagnose(classify_text(text))[0]
+    assert "Transformers fallback" in d.title and "--tp-size" not in _flags(d)
+
+
+def test_transformers_that_does_not_know_the_model_type_is_upgraded_first() -> None:
+    """HF's AutoConfig raised it: the reporter fixed it by upgrading transformers, not SGLang."""
+    d = _diagnosis("notes-glm5-autoconfig-unknown-architecture.log")
+    assert d.error_class == "unsupported_model"
+    assert d.suggestions[0].why.startswith("Install a transformers release that knows glm_moe_dsa")
+    assert "--model-impl" not in _flags(d)

@@ -52,6 +52,7 @@ SERVER_ARG_FACTS = {
     "base_gpu_id": "base_gpu_id",
     "moe_a2a_backend": "moe_a2a_backend",
     "enable_deepep_moe": "enable_deepep_moe",
+    "model_impl": "model_impl",
 }
 
 # Command-line flags (a pasted or echoed launch command) -> fact names; the first spelling wins.
@@ -82,6 +83,7 @@ COMMAND_FLAG_FACTS = {
     "--pp-size": "pp_size",
     "--base-gpu-id": "base_gpu_id",
     "--moe-a2a-backend": "moe_a2a_backend",
+    "--model-impl": "model_impl",
 }
 _COMMAND_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)(?:=|\s+)(?!--)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 _STORE_TRUE_FLAGS = {

@@ -163,7 +163,7 @@ def other(ctx: Context) -> Diagnosis:
         return kernel_resources(ctx)
     text = ctx.error.text
     death = ctx.error.death_text or ""
-    known = install_failure(ctx) or _known_other(ctx)
+    known = _known_other(ctx) or install_failure(ctx)
     if known is not None:
         return known
     status = _WARMUP_STATUS.search(text)
