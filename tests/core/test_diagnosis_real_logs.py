@@ -1,6 +1,7 @@
-"""The diagnosis of real failures from public SGLang issues and notes (tests/fixtures/logs/issues/, each file's
-`# source:` names where it comes from): what failed decides the advice, so a user is not sent the wrong way
-(fewer GPUs for a lost node, P2P off for a refused socket, more GPUs for a model the fallback does not shard).
+"""The diagnosis of real failures from public SGLang issues and notes (tests/fixtures/logs/issues/, each
+file's `# source:` names where it comes from): what failed decides the advice, so a user is not sent the wrong
+way (fewer GPUs for a lost node, P2P off for a refused socket, more GPUs for a model the fallback does not
+shard).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def test_a_two_node_store_timeout_gets_network_advice_not_fewer_gpus() -> None:
 
 
 def test_a_lost_tcpstore_points_at_the_first_node_s_own_failure() -> None:
-    """"Ping failed, invalid nonce returned": the store's server (rank 0's process) went away first."""
+    """ "Ping failed, invalid nonce returned": the store's server (rank 0's process) went away first."""
     d = _diagnosis("verl-ray-tcpstore-nonce.log")
     assert "TCPStore" in d.title and "GPU-to-GPU" not in d.detail
     assert "other node's log" in d.suggestions[0].why
