@@ -183,3 +183,18 @@ def test_transformers_that_does_not_know_the_model_type_is_upgraded_first() -> N
     assert d.error_class == "unsupported_model"
     assert d.suggestions[0].why.startswith("Install a transformers release that knows glm_moe_dsa")
     assert "--model-impl" not in _flags(d)
+
+
+def test_a_store_lost_on_a_launch_that_says_one_node_stays_on_this_host() -> None:
+    """--nnodes 1: the store's server is another process on this host, so no advice about other nodes, and
+    no P2P or GPU count either (a lost store is no GPU link)."""
+    text = (
+        "[2026-01-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=8, nnodes=1)\n"
+        "[W1120 01:13:20.886572352 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=81): "
+        "Connection reset by peer\n"
+        "RuntimeError: nonce == returnedNonce INTERNAL ASSERT FAILED at TCPStore.cpp:418. Ping failed\n"
+    )
+    d = diagnose(classify_text(text))[0]
+    assert d.error_class == "nccl" and "TCPStore" in d.title
+    assert not _flags(d) & (_ONE_HOST | {"NCCL_SOCKET_IFNAME"})
+    assert "every rank" in d.suggestions[0].why

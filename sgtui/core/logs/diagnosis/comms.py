@@ -60,14 +60,10 @@ def _remote_signs(ctx: Context) -> tuple[str, str | None, bool]:
         refused = m.group(1) + (f":{port}" if port else "")
     what = "store" if values.get("store") else "gloo" if values.get("backend") == "gloo" else "nccl"
     nnodes = ctx.facts.get("nnodes")
-    multi = (
-        (isinstance(nnodes, int) and nnodes > 1)
-        or bool(ctx.facts.get("dist_init_addr"))
-        or what != "nccl"
-        or bool(values.get("peer"))
-        or refused is not None
-    )
-    return what, refused, multi
+    if (isinstance(nnodes, int) and nnodes > 1) or ctx.facts.get("dist_init_addr"):
+        return what, refused, True
+    one_node = nnodes == 1  # the launch says so: a store or peer failure is another process on this host
+    return what, refused, not one_node and (what != "nccl" or bool(values.get("peer")) or refused is not None)
 
 
 def _store_timeout(ctx: Context) -> float | None:
@@ -134,9 +130,11 @@ def nccl(ctx: Context) -> Diagnosis:
             elsewhere = True
     if values.get("watchdog"):
         other = ", or in the other node's log" if multi else ""
+        timeout = values.get("timeout_s")
+        after = f" after {timeout:g} s" if isinstance(timeout, int | float) else ""
         lines.append(
-            "A collective timed out: usually another rank died or hung first; look above for its error"
-            f"{other}."
+            f"A collective timed out{after}: usually another rank died or hung first; look above for its "
+            f"error{other}."
         )
         elsewhere = True
     suggestions: list[Suggestion] = []
@@ -147,6 +145,8 @@ def nccl(ctx: Context) -> Diagnosis:
         suggestions.append(_SHM)
     if multi:
         suggestions += _across_nodes(ctx, what, refused, elsewhere)
+    elif what != "nccl" or values.get("peer"):
+        suggestions.append(_EVERY_RANK)  # one host: P2P and the GPU count are not what a lost peer is about
     else:
         suggestions += _one_host(ctx, elsewhere)
     title = "NCCL could not connect to another node" if refused and what == "nccl" else _TITLES[what]
