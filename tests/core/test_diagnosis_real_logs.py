@@ -198,3 +198,9 @@ def test_a_store_lost_on_a_launch_that_says_one_node_stays_on_this_host() -> Non
     assert d.error_class == "nccl" and "TCPStore" in d.title
     assert not _flags(d) & (_ONE_HOST | {"NCCL_SOCKET_IFNAME"})
     assert "every rank" in d.suggestions[0].why
+
+
+def test_a_non_numeric_sglang_port_from_a_kubernetes_service_is_named() -> None:
+    """get_open_port -> s.bind(("", port)) with SGLANG_PORT=tcp://... that a Service named sglang injects."""
+    d = _diagnosis("tke-guide-sglang-port-service-env.log")
+    assert "SGLANG_PORT" in d.title and "Service named sglang" in d.detail
