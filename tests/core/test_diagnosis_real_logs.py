@@ -204,3 +204,17 @@ def test_a_non_numeric_sglang_port_from_a_kubernetes_service_is_named() -> None:
     """get_open_port -> s.bind(("", port)) with SGLANG_PORT=tcp://... that a Service named sglang injects."""
     d = _diagnosis("tke-guide-sglang-port-service-env.log")
     assert "SGLANG_PORT" in d.title and "Service named sglang" in d.detail
+
+
+def test_an_invalid_device_ordinal_classed_as_bad_arguments_gets_the_same_count() -> None:
+    """The class may say the launch's numbers are wrong (bad_arguments) rather than other: same advice."""
+    from dataclasses import replace
+
+    from sgtui.core.logs.diagnosis.arguments import bad_arguments
+    from sgtui.core.logs.diagnosis.common import Context
+
+    analysis = classify_text((ISSUES / "sglang-3470-invalid-device-ordinal.log").read_text(encoding="utf-8"))
+    assert analysis.error is not None
+    error = replace(analysis.error, error_class="bad_arguments")
+    d = bad_arguments(Context(analysis, error, dict(analysis.facts), None))
+    assert d.title == "A GPU index the launch needs does not exist" and d.error_class == "bad_arguments"

@@ -11,6 +11,7 @@ from sgtui.core.logs.diagnosis.common import (
     Suggestion,
     phase_words,
 )
+from sgtui.core.logs.diagnosis.install import device_ordinal
 
 _FALLBACK_FLAGS = (
     "--mem-fraction-static",
@@ -118,6 +119,8 @@ def nearest_flags(option: str, n: int = 3) -> list[str]:
 
 
 def bad_arguments(ctx: Context) -> Diagnosis:
+    if "invalid device ordinal" in ctx.error.text:  # more ranks per node than GPUs: classed either way
+        return device_ordinal(ctx)
     values = ctx.error.values
     text = str(values.get("argparse") or ctx.error.text).strip()
     suggestions: list[Suggestion] = []

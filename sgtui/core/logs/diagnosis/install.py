@@ -38,7 +38,7 @@ def install_failure(ctx: Context) -> Diagnosis | None:
     """The diagnosis for a launch the installation or the GPU could not run, or None."""
     text = "\n".join([ctx.error.text, *ctx.error.values.get("context", ())])
     if "invalid device ordinal" in text:
-        return _device_ordinal(ctx)
+        return device_ordinal(ctx)
     if any(needle in text for needle in _NO_BINARY):
         return _no_binary(ctx, text)
     below = _BELOW_SM.search(text)
@@ -61,7 +61,7 @@ def _int_fact(ctx: Context, name: str, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
 
 
-def _device_ordinal(ctx: Context) -> Diagnosis:
+def device_ordinal(ctx: Context) -> Diagnosis:
     """SGLang gives each node tp*pp/nnodes GPUs from --base-gpu-id (engine.py: `gpu_id =
     server_args.base_gpu_id + (tp_rank % tp_size_per_node) * server_args.gpu_id_step`): a rank whose index
     this node lacks gets CUDA's "invalid device ordinal" from torch.cuda.set_device."""
@@ -104,7 +104,8 @@ def _device_ordinal(ctx: Context) -> Diagnosis:
         suggestions.append(
             Suggestion("--base-gpu-id", "0", f"GPUs are counted from {base}: the last ones may not exist.")
         )
-    return Diagnosis("A GPU index the launch needs does not exist", " ".join(lines), suggestions, "other")
+    title = "A GPU index the launch needs does not exist"
+    return Diagnosis(title, " ".join(lines), suggestions, ctx.error.error_class)
 
 
 def _no_binary(ctx: Context, text: str) -> Diagnosis:
