@@ -71,6 +71,10 @@ def info_line(
         m = rules.RAISE_ABOVE.search(body)
         if m:
             c.fact("raise_mem_fraction_static_above", rules.num(m.group(1)), FROM_RUNTIME)
+    if "falling back to Transformers" in body:
+        m = rules.TRANSFORMERS_FALLBACK.search(body)
+        if m:  # the model runs through SGLang's generic Transformers backend, not its own implementation
+            c.fact("transformers_fallback", m.group(1), FROM_RUNTIME)
     if "/dev/shm" in body or "shared memory segment" in body:
         c.state.notes.add("nccl_shm")
     if "Using KV cache dtype" in body:

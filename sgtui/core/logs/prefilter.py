@@ -49,6 +49,7 @@ ANCHORS: tuple[str, ...] = (
     "is capped to",
     "Disabling radix",
     "profiled value",
+    "falling back to Transformers",
     # failures.py
     "Traceback",
     "memory",

@@ -15,6 +15,9 @@ LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=" + _NUM + " GB")
 LOAD_END_TYPE = re.compile(r"type=([\w.]+)")
 LOAD_END_DTYPE = re.compile(r"dtype=([\w.]+)")
 LOAD_END_QUANT = re.compile(r"quant=([\w.-]+)")
+# model_loader/utils.py (0.5.8): "GlmMoeDsaForCausalLM has no SGLang implementation, falling back to
+# Transformers implementation. Some features may not be supported ..."
+TRANSFORMERS_FALLBACK = re.compile(r"(\w+) has no SGLang implementation, falling back to Transformers")
 ELAPSED = re.compile(r"(?:elapsed=|Time elapsed: )" + _NUM + r" ?s")
 AVAIL = re.compile(r"avail[ _]mem=" + _NUM + r" ?GB")
 MEM_USAGE = re.compile(r"mem usage=" + _NUM + r" ?GB")

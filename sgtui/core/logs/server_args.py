@@ -49,6 +49,10 @@ SERVER_ARG_FACTS = {
     "load_format": "load_format",
     "cpu_offload_gb": "cpu_offload_gb",
     "disable_flashinfer": "disable_flashinfer",
+    "base_gpu_id": "base_gpu_id",
+    "moe_a2a_backend": "moe_a2a_backend",
+    "enable_deepep_moe": "enable_deepep_moe",
+    "model_impl": "model_impl",
 }
 
 # Command-line flags (a pasted or echoed launch command) -> fact names; the first spelling wins.
@@ -75,12 +79,18 @@ COMMAND_FLAG_FACTS = {
     "--mamba-scheduler-strategy": "mamba_strategy",
     "--mamba-radix-cache-strategy": "mamba_strategy",
     "--port": "port",
+    "--nnodes": "nnodes",
+    "--pp-size": "pp_size",
+    "--base-gpu-id": "base_gpu_id",
+    "--moe-a2a-backend": "moe_a2a_backend",
+    "--model-impl": "model_impl",
 }
 _COMMAND_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)(?:=|\s+)(?!--)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 _STORE_TRUE_FLAGS = {
     "--disable-radix-cache": "disable_radix_cache",
     "--enable-torch-compile": "enable_torch_compile",
     "--disable-cuda-graph": "disable_cuda_graph",
+    "--enable-deepep-moe": "enable_deepep_moe",
 }
 
 

@@ -17,7 +17,7 @@ from sgtui.core.logs.diagnosis.arguments import (
 )
 from sgtui.core.logs.diagnosis.common import Context, Diagnosis, Suggestion, fit_dict, mfs_suggestion
 from sgtui.core.logs.diagnosis.comms import nccl, port_in_use
-from sgtui.core.logs.diagnosis.cuda import cuda_graph_failed, cuda_oom
+from sgtui.core.logs.diagnosis.cuda import cuda_graph_failed, cuda_oom, transformers_fallback
 from sgtui.core.logs.diagnosis.memory import lead_with_fit_fix, memory_unbalanced, not_enough_memory
 from sgtui.core.logs.diagnosis.other import other
 from sgtui.core.logs.diagnosis.process import child_failed, oom_killed, stalled
@@ -50,6 +50,8 @@ def diagnose(analysis: LogAnalysis, fit: Any = None) -> list[Diagnosis]:
     error = analysis.error
     if error is not None:
         ctx = Context(analysis, error, dict(analysis.facts), fit_dict(fit))
+        if transformers_fallback(ctx) is not None:
+            ctx.fit = None  # the fit models SGLang's own sharding; the Transformers fallback does not do it
         out.append(lead_with_fit_fix(_BUILDERS.get(error.error_class, other)(ctx), ctx.fit))
     out += advisories(analysis)
     return out

@@ -11,6 +11,7 @@ from sgtui.core.logs.diagnosis.common import (
     Suggestion,
     phase_words,
 )
+from sgtui.core.logs.diagnosis.install import device_ordinal
 
 _FALLBACK_FLAGS = (
     "--mem-fraction-static",
@@ -40,6 +41,8 @@ _FALLBACK_FLAGS = (
 
 def unsupported_model(ctx: Context) -> Diagnosis:
     arch = ctx.error.values.get("architectures") or ctx.error.values.get("model_type") or "this architecture"
+    if "Transformers does not recognize" in ctx.error.text:
+        return _transformers_too_old(ctx, arch)
     detail = (
         f"This SGLang does not know the model's architecture ({arch}); it failed while "
         f"{phase_words(ctx.phase)}. Newer SGLang releases add architectures regularly."
@@ -53,6 +56,33 @@ def unsupported_model(ctx: Context) -> Diagnosis:
             "transformers",
             "Run the model through the Transformers fallback: works for many models, slower than a "
             "native one.",
+        ),
+    ]
+    return Diagnosis("Model architecture not supported", detail, suggestions, "unsupported_model")
+
+
+def _transformers_too_old(ctx: Context, model_type: str) -> Diagnosis:
+    """HF's AutoConfig (configuration_auto.py) raised "The checkpoint you are trying to load has model type
+    `X` but Transformers does not recognize this architecture": the installed transformers predates the
+    model, whatever SGLang knows; SGLang reads every config through it."""
+    detail = (
+        f"The installed transformers package does not know the model type {model_type}, so SGLang cannot "
+        f"read the model's config; it failed while {phase_words(ctx.phase)}. SGLang reads every config "
+        "through transformers: its version, not SGLang's, is what is too old here."
+    )
+    suggestions = [
+        Suggestion(
+            None,
+            None,
+            f"Install a transformers release that knows {model_type} in the server's environment: the "
+            "version this SGLang pins if another one is installed, else the newer one the model card asks "
+            "for (`pip install -U transformers`).",
+        ),
+        Suggestion(
+            None,
+            None,
+            "Or upgrade SGLang (`pip install -U sglang`): newer releases pin a newer transformers and may "
+            "add native support for the model.",
         ),
     ]
     return Diagnosis("Model architecture not supported", detail, suggestions, "unsupported_model")
@@ -89,6 +119,8 @@ def nearest_flags(option: str, n: int = 3) -> list[str]:
 
 
 def bad_arguments(ctx: Context) -> Diagnosis:
+    if "invalid device ordinal" in ctx.error.text:  # more ranks per node than GPUs: classed either way
+        return device_ordinal(ctx)
     values = ctx.error.values
     text = str(values.get("argparse") or ctx.error.text).strip()
     suggestions: list[Suggestion] = []

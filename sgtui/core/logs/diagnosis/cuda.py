@@ -63,6 +63,9 @@ def cuda_oom(ctx: Context) -> Diagnosis:
             lines[-1] += f" with {gib(values['gpu_free_gib'])} free of {gib(values.get('gpu_total_gib'))}"
         lines[-1] += "."
     baseline = ctx.num("load_weight_begin_avail_gib")
+    fallback = transformers_fallback(ctx)
+    if fallback is not None and ctx.phase in ("starting", "distributed_init", "loading_weights"):
+        return _fallback_oom(ctx, lines, fallback)
     if ctx.phase in ("starting", "distributed_init", "loading_weights"):
         if baseline is not None:
             lines.append(f"{gib(baseline)} per GPU was free when the weights started loading.")
@@ -87,6 +90,49 @@ def cuda_oom(ctx: Context) -> Diagnosis:
         f"CUDA out of memory while {phase_words(ctx.phase)}",
         " ".join(lines),
         graph_memory_suggestions(ctx),
+        "cuda_oom",
+    )
+
+
+def transformers_fallback(ctx: Context) -> str | None:
+    """The architecture SGLang runs through its generic Transformers backend (the log's "X has no SGLang
+    implementation, falling back to Transformers implementation", or --model-impl transformers), else None."""
+    arch = ctx.facts.get("transformers_fallback")
+    if isinstance(arch, str) and arch:
+        return arch
+    return "the model" if ctx.facts.get("model_impl") == "transformers" else None
+
+
+def _fallback_oom(ctx: Context, lines: list[str], arch: str) -> Diagnosis:
+    """The Transformers backend (sglang/srt/models/transformers.py, `TransformersForCausalLM.tensor_parallel`:
+    "Currently only supports linear layers") shards only the nn.Linear layers the model's tensor-parallel plan
+    names: fused MoE experts and every other layer load whole on each GPU, so more GPUs or a quantization
+    flag do not shrink them the way SGLang's own model for the architecture would."""
+    lines.append(
+        f"{arch} has no SGLang implementation in this release, so it runs through the Transformers fallback, "
+        "which shards only the linear layers of the model's tensor-parallel plan: everything else, MoE "
+        "experts included, is loaded whole on every GPU. That, not the number of GPUs, is why the weights do "
+        "not fit."
+    )
+    suggestions = [
+        Suggestion(
+            None,
+            None,
+            f"Use an SGLang release with native support for {arch} (its release notes or "
+            "python/sglang/srt/models/ list the architectures): it shards experts and weights over "
+            "--tp-size.",
+        ),
+        Suggestion(
+            None,
+            None,
+            "More GPUs or --quantization do not help while the fallback loads those layers whole on each "
+            "GPU.",
+        ),
+    ]
+    return Diagnosis(
+        "CUDA out of memory while loading the weights (the Transformers fallback)",
+        " ".join(lines),
+        suggestions,
         "cuda_oom",
     )
 

@@ -11,6 +11,7 @@ from sgtui.core.logs.diagnosis.common import (
     phase_words,
 )
 from sgtui.core.logs.diagnosis.crash import crash, kernel_resources
+from sgtui.core.logs.diagnosis.install import install_failure
 
 _WARMUP_STATUS = re.compile(r"Response \[(\d{3})\]")
 _MISSING_LIBRARY = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
@@ -44,6 +45,33 @@ def _warmup_failed(ctx: Context, status: str) -> Diagnosis:
         ),
     ]
     return Diagnosis(f"The server's warm-up request got HTTP {status}", detail, suggestions, "other")
+
+
+def _port_env(ctx: Context) -> Diagnosis | None:
+    """SGLang's get_open_port reads the SGLANG_PORT environment variable (utils.py; 0.4.x binds the string
+    as it is, 0.5.x calls int() on it). Kubernetes sets SGLANG_PORT=tcp://IP:PORT in every pod of a
+    namespace with a Service named "sglang" (its service links), so the port SGLang sets up for its
+    communication is no number."""
+    text = ctx.error.text
+    env_url = "invalid literal for int()" in text and "tcp://" in text
+    if not env_url and not (
+        "'str' object cannot be interpreted as an integer" in text and ctx.phase == "distributed_init"
+    ):
+        return None
+    detail = (
+        f"A port SGLang reads from the environment is not a number (line {ctx.error.line}: "
+        f"{text.strip()[:200]}): SGLang's get_open_port uses SGLANG_PORT when it is set, and Kubernetes sets "
+        "SGLANG_PORT=tcp://IP:PORT in every pod of a namespace that has a Service named sglang."
+    )
+    suggestions = [
+        Suggestion(
+            None,
+            None,
+            "Rename the Service (anything but sglang) or set enableServiceLinks: false in the pod spec; "
+            "elsewhere, unset SGLANG_PORT or set it to a port number.",
+        )
+    ]
+    return Diagnosis("SGLANG_PORT in the environment is not a port number", detail, suggestions, "other")
 
 
 def _kv_exhausted(ctx: Context) -> Diagnosis:
@@ -127,21 +155,13 @@ _KNOWN_OTHERS: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
         "SGLang's kernels.",
     ),
     (
-        ("no kernel image is available for execution on the device",),
-        "The GPU is not supported by these kernels",
-        "The installed PyTorch/SGLang kernels were not built for this GPU's architecture (too old a GPU, "
-        "or a wheel for another CUDA version).",
-        "Install the SGLang/PyTorch build that matches the GPU and CUDA version, or use SGLang's Docker "
-        "image for it.",
-    ),
-    (
         ("driver on your system is too old", "CUDA driver version is insufficient"),
         "The NVIDIA driver is too old",
         "The installed PyTorch needs a newer NVIDIA driver than the host has.",
         "Upgrade the host's NVIDIA driver, or install a PyTorch/SGLang build for the older CUDA version.",
     ),
     (
-        ("ModuleNotFoundError: No module named", "ImportError: cannot import name", "undefined symbol"),
+        ("undefined symbol",),  # a missing module or a mismatched import: install.py
         "A Python package is missing or broken",
         "The environment SGLang runs in lacks a package it imports, or has one built against other versions.",
         "Reinstall SGLang with its extras in that environment (`pip install -U 'sglang[all]'`), or use "
@@ -170,7 +190,7 @@ def other(ctx: Context) -> Diagnosis:
         return kernel_resources(ctx)
     text = ctx.error.text
     death = ctx.error.death_text or ""
-    known = _known_other(ctx)
+    known = _known_other(ctx) or install_failure(ctx) or _port_env(ctx)
     if known is not None:
         return known
     status = _WARMUP_STATUS.search(text)
