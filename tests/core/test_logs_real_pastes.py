@@ -140,3 +140,44 @@ def test_the_nccl_watchdogs_first_report_is_the_error_line() -> None:
     analysis = _explain("sglang-3932-nccl-watchdog-detected.log")
     assert analysis.error is not None and analysis.error.error_class == "nccl"
     assert "detected by watchdog" in analysis.error.text
+
+
+def test_a_c_assertion_abort_is_a_crash_and_0_1s_bare_warm_up_failure_a_failure() -> None:
+    """Triton's compiler hits glibc's `assert()` ("Allocation.cpp:40: ... Assertion `...' failed.": SIGABRT),
+    then 0.1.x prints the failed warm-up request bare ("HTTPConnectionPool(...): Read timed out")."""
+    analysis = _explain("sglang-199-triton-assert-then-warmup-timeout-0.1.log")
+    assert analysis.outcome == "failed"
+    assert analysis.error is not None and analysis.error.error_class == "other"
+    assert "Assertion" in analysis.error.text
+
+
+def test_a_kernel_assertion_cut_before_failed_is_still_the_cause() -> None:
+    """torch's own message has back-quotes ("either `inf`, `nan`"): the printf's head names the assertion."""
+    error_class, phase, _ = _error("podman-capture-kernel-assert-with-backquotes.log")
+    assert (error_class, phase) == ("other", "running")
+
+
+def test_a_kv_cache_line_cut_at_the_terminals_width_is_still_the_milestone() -> None:
+    analysis = _explain("sglang-pr28171-cpu-lines-cut-at-terminal-width.log")
+    assert "kv_cache_allocated" in [m.kind for m in analysis.milestones]
+    assert (analysis.facts["kv_tokens"], analysis.facts["k_size_gib"]) == (20585625, 137.42)
+    assert analysis.facts.get("v_size_gib") is None  # cut: "V size" without its number
+
+
+def test_nccl_failing_to_connect_its_peers_is_distributed_init() -> None:
+    """ "socketStartConnect ... failed : Software caused connection abort": NCCL's bootstrap, while the
+    communicators are created (ncclCommInitRank), though nothing before it says where the launch was."""
+    assert _error("sglang-5594-nccl-socket-connect-abort.log")[:2] == ("nccl", "distributed_init")
+
+
+def test_gloos_monitored_barrier_is_a_peer_that_never_finished_loading() -> None:
+    """0.4.5's load_model waits in `dist.monitored_barrier` after the weights: "Rank 3 successfully reached
+    monitoredBarrier, but received errors while waiting for send/recv from rank 0"."""
+    error_class, phase, _ = _error("sglang-5602-gloo-monitored-barrier.log")
+    assert (error_class, phase) == ("child_failed", "loading_weights")
+
+
+def test_a_failure_of_no_rank_is_in_the_slowest_ranks_phase() -> None:
+    """0.1.x, TP2: both ranks began loading, only rank 1 finished; the router's traceback is rank 0's wait."""
+    analysis = _explain("sglang-99-rank0-never-finishes-loading-0.1.log")
+    assert analysis.error is not None and analysis.error.phase == "loading_weights"

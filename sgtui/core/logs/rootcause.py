@@ -60,8 +60,8 @@ _MAX_CONSEQUENCES = 8
 def is_consequence(signal: Signal) -> bool:
     """A signal that an earlier failure explains: a distributed error, SGLang's watchdog, a sigquit or a dead
     scheduler (not a fatal signal, which is a failure of its own), an exception about the communicators."""
-    if signal.error_class in _FOLLOWERS:
-        return True
+    if signal.error_class in _FOLLOWERS or signal.values.get("warmup"):
+        return True  # (a warm-up request that timed out: the server behind it died or hung)
     if signal.strength == "death":
         return not signal.values.get("crash")
     if signal.strength == "generic":
@@ -162,7 +162,8 @@ def _resolve(state: StartupState) -> ErrorInfo | None:
         rank = {name: i for i, name in enumerate(CAUSE_PRIORITY)}
         best = min(rank.get(s.error_class or "other", 99) for s in specific)
         chosen = _first([s for s in specific if rank.get(s.error_class or "other", 99) == best])
-        earlier = _earlier_root(signals, chosen) if chosen.error_class in _FOLLOWERS else None
+        follows = chosen.error_class in _FOLLOWERS or chosen.values.get("warmup")
+        earlier = _earlier_root(signals, chosen) if follows else None
         if earlier is not None and earlier.values.get("crash"):
             return _crash_error(earlier)
         if earlier is not None:

@@ -84,7 +84,7 @@ class FailureLog:
             return  # ATen prints the failed assertion once per GPU thread: the first line says it
         if strength != "death":
             self.last_message_line = n
-        phase = _at_least(self.phase_now(n), _step_of(error_class, values))
+        phase = _at_least(self.phase_now(n, ranks), _step_of(error_class, values))
         if values.get("during_batch") and phase not in ("serving", "running"):
             phase = "running"  # a batch in flight: the warm-up's ("serving") or requests'
 
@@ -233,15 +233,20 @@ class FailureLog:
         trace = self.trace
         return bool(trace.frames) and (n - trace.started <= _TRACE_REACH or trace.open is not None)
 
-    def phase_now(self, n: int) -> str:
+    def phase_now(self, n: int, ranks: tuple[str, ...] = ()) -> str:
         """The phase a failure seen at line `n` happened in: the frames of the traceback just before it first
-        (other ranks' milestones may interleave with its lines), then the milestones (after ready, the server
-        was serving requests)."""
+        (other ranks' milestones may interleave with its lines), then the milestones of its own rank, or, for
+        a line of no known rank, of the slowest rank (the others wait on it: a launch fails where its last
+        rank is); after ready, the server was serving requests."""
         if self._in_trace(n):
             from_frames = self.trace.phase()
             if from_frames is not None:
                 return from_frames
-        reached = self.state.reached
+        state = self.state
+        reached = state.slowest
+        own = state.rank_phase.get(" ".join(ranks)) if ranks else None
+        if own is not None and own > PHASES.index(reached):
+            reached = PHASES[own]
         return "running" if reached == "ready" else reached
 
     def update_crash_phase(self) -> None:
