@@ -140,6 +140,21 @@ def test_an_import_time_type_error_is_a_package_version_mismatch_named_by_its_pa
     assert "transformers" in d.detail and "Install the transformers version" in d.suggestions[0].why
 
 
+def test_the_same_words_raised_by_the_running_server_are_no_import_mismatch() -> None:
+    """The entry script's own top-level code runs the server: a `<module>` frame of launch_server.py alone
+    is no import; it takes a module being imported below it."""
+    frames = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+        '  File "/opt/sglang/python/sglang/launch_server.py", line 11, in <module>',
+        "    launch_server(server_args)",
+        '  File "/opt/sglang/python/sglang/srt/entrypoints/http_server.py", line 700, in launch_server',
+        "    tokenizer_manager, scheduler_info = _launch_subprocesses(server_args=server_args)",
+        "TypeError: Engine.__init__() got an unexpected keyword argument 'log_level'",
+    ]
+    assert "version mismatch" not in diagnose(classify_text("\n".join(frames) + "\n"))[0].title
+
+
 def test_an_attribute_error_on_an_object_is_no_package_mismatch() -> None:
     """Only a module missing an attribute says the package differs; None missing one is a bug."""
     text = "Traceback (most recent call last):\nAttributeError: 'NoneType' object has no attribute 'shape'\n"

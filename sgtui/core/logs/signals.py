@@ -78,6 +78,8 @@ class FailureLog:
             self.last_generic = (n, time)
             if not values.get("message") and trace.last_source:  # a bare "AssertionError"
                 values = {**values, "source": trace.last_source, "frame": trace.last_frame or None}
+            if trace.frames and self._in_trace(n):
+                values = {**values, "at_import": trace.importing}
         if values.get("cuda_fault") == "device_assert" and any(
             s.values.get("cuda_fault") == "device_assert" for s in state.signals[-1:]
         ):

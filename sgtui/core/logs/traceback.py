@@ -132,6 +132,7 @@ class TraceTracker:
         self.rank: str | None = None  # the rank tag of the record the traceback started in
         self.raised_in_args = False  # SGLang's innermost frame is its argument code: an argument check failed
         self.graph_runner = False  # a frame of a graph runner (capture, replay): the graphs themselves failed
+        self.modules = 0  # `<module>` frames: the entry script's, then each module it was importing
 
     def line(self, body: str, first: str, time: str | None) -> str | None:
         """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
@@ -166,6 +167,7 @@ class TraceTracker:
         self.hint = None
         self.serving = self.forward = self.startup = self.at_exit = self.raised_in_args = False
         self.graph_runner = False
+        self.modules = 0
         self.ignored = ignored
 
     def frame(self, body: str) -> None:
@@ -193,10 +195,17 @@ class TraceTracker:
             self.forward = True  # replaying a captured graph is a decode step while serving
             return
         if func == "<module>" or "importlib" in body:
+            self.modules += 1
             return  # a module being imported: `model_loader` in an import chain loaded nothing yet
         hint = frame_hint(body)
         if hint is not None:
             self.hint = hint
+
+    @property
+    def importing(self) -> bool:
+        """Raised while a module was being imported: a `<module>` frame below the entry script's own (whose
+        top-level code also runs the server), or importlib's."""
+        return self.modules >= 2
 
     @property
     def exit_noise(self) -> bool:

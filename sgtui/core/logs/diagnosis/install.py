@@ -184,8 +184,12 @@ def _missing_package(ctx: Context, package: str) -> Diagnosis:
 
 
 def _at_import(ctx: Context) -> bool:
-    """SGLang logged nothing before the error: it died importing its modules (launch_server's imports run
-    before any record), where an API mismatch is between installed packages, not in the launch."""
+    """It died importing modules (its traceback runs through a module being imported; without a traceback:
+    SGLang logged nothing before the error, and launch_server's imports run before any record), where an API
+    mismatch is between installed packages, not in the launch."""
+    at_import = ctx.error.values.get("at_import")
+    if at_import is not None:
+        return bool(at_import)
     return ctx.phase == "starting" and not ctx.analysis.milestones and ctx.error.time is None
 
 
