@@ -40,6 +40,7 @@ SECONDARY = {
     "finish the model loading": "with other ranks",
     "crashed": "termed_child(): before the prefilter",
     "Decode batch": "the batch fast path",
+    "#retracted_reqs": "the batch fast path (retractions while decoding)",
     "Prefill batch": "the batch fast path",
     "HTTP/1.": "the access-log fast path",
     '" 200': "the access-log fast path",

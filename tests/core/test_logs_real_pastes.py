@@ -181,3 +181,66 @@ def test_a_failure_of_no_rank_is_in_the_slowest_ranks_phase() -> None:
     """0.1.x, TP2: both ranks began loading, only rank 1 finished; the router's traceback is rank 0's wait."""
     analysis = _explain("sglang-99-rank0-never-finishes-loading-0.1.log")
     assert analysis.error is not None and analysis.error.phase == "loading_weights"
+
+
+def test_the_steps_between_weights_and_pools_have_their_phase() -> None:
+    """LoRA's manager (after the weights) and the pools' buffers (an excerpt starting below init_memory_pool:
+    only mem_cache/memory_pool*.py frames are left) both put a failure in allocating pools."""
+    assert _error("miles-lora-init-after-weights.log")[1] == "allocating_pools"
+    assert _error("gpustack-4761-npu-kv-pool-oom.log")[1] == "allocating_pools"
+
+
+def test_a_traceback_cut_in_the_argument_code_is_no_flag_conflict() -> None:
+    """server_args.__post_init__ also reads the model's config: a traceback that ends at its frame, before
+    any exception line, says nothing about the flags."""
+    assert _error("ome-546-traceback-cut-in-server-args.log")[0] != "incompatible_flags"
+
+
+def test_a_failure_in_the_kv_transfer_thread_happened_while_serving() -> None:
+    """PD disaggregation's transfer_worker thread moves KV for live requests (the access log shows a 500)."""
+    analysis = _explain("llm-d-2433-pd-transfer-worker.log")
+    assert analysis.error is not None and analysis.error.phase == "running"
+    assert "# " not in analysis.error.text  # the reporter's remark after it is no part of the message
+
+
+def test_an_rl_engines_tail_of_control_requests_is_a_serving_server() -> None:
+    """slime drives SGLang through /generate, /abort_request and /flush_cache: answered, it serves."""
+    assert _explain("slime-1136-mid-run-control-requests.log").outcome == "ready"
+
+
+def test_a_batch_with_no_free_kv_slots_kills_the_scheduler_while_serving() -> None:
+    """ "Prefill out of memory. Try to lower your batch size." is logged, then raised (alloc_token_slots)."""
+    analysis = _explain("report-swa-prefill-out-of-memory.log")
+    assert analysis.outcome == "failed"
+    assert analysis.error is not None and (analysis.error.error_class, analysis.error.phase) == (
+        "other",
+        "running",
+    )
+    assert diagnose(analysis)[0].title == "The KV cache ran out while serving"
+
+
+def test_the_memory_balance_check_ends_distributed_init() -> None:
+    error_class, phase, _ = _error("writeup-hetero-gpus-memory-unbalanced.log")
+    assert (error_class, phase) == ("memory_unbalanced", "distributed_init")
+
+
+def test_the_allocators_oom_warning_is_the_cause_of_the_schedulers_death() -> None:
+    """PyTorch's "memory allocation failed with OOM on device 0 while trying to allocate N bytes (free: F,
+    total: T)" is the only OOM text in a tail cut inside the traceback."""
+    analysis = _explain("sglang-38202-allocator-oom-warning.log")
+    assert analysis.error is not None and analysis.error.error_class == "cuda_oom"
+
+
+def test_retractions_are_printed_only_while_requests_decode() -> None:
+    assert _explain("sglang-4184-retractions-only.log").outcome == "ready"
+
+
+def test_advice_in_a_logging_record_sets_no_flag() -> None:
+    """ "WARNING:sglang.srt.server_args:... try to use --disable-radix-cache": advice, not the command."""
+    assert _explain("notes-lfm2-logging-record-advice.log").facts.get("disable_radix_cache") is not True
+
+
+def test_a_message_ends_where_the_next_capture_begins() -> None:
+    analysis = _explain("draft-capture-verify-graph-failed-blank-line.log")
+    assert analysis.error is not None and analysis.error.error_class == "cuda_graph_failed"
+    assert "Capturing batches" not in analysis.error.text

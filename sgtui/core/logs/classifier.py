@@ -39,7 +39,7 @@ from sgtui.core.logs.signals import CHAIN_MARKERS, FailureLog
 from sgtui.core.logs.stall import StallWatch
 from sgtui.core.logs.state import STOPPED, LogEvent, StartupState
 from sgtui.core.logs.traceback import TraceTracker, exception_line
-from sgtui.core.logs.traffic import busy_batch, first_answer, first_batch, first_decode
+from sgtui.core.logs.traffic import busy_batch, first_answer, first_batch, first_decode, served_request
 
 if TYPE_CHECKING:
     from sgtui.core.logs.analysis import LogAnalysis
@@ -189,11 +189,15 @@ class LogClassifier:
             elif not self.batches_seen:
                 first_batch(self, raw, n, events)
             return
+        if not self.decoding and "#retracted_reqs" in raw:
+            # "KV cache pool is full. Retract requests. #retracted_reqs: N" (0.4.5+), "Decode out of memory
+            # happened. #retracted_reqs" (to 0.4.x): printed only while requests decode
+            first_decode(self, raw, n, events)
         if "HTTP/1." in raw:
             if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
                 first_answer(self, raw, n, events)
-            elif not self.decoding and "POST /v1/" in raw and '" 200' in raw:
-                first_decode(self, raw, n, events)  # a client's OpenAI request (the warm-up posts /generate)
+            elif not self.decoding and '" 200' in raw and served_request(raw, self.state):
+                first_decode(self, raw, n, events)
             return  # the access log: only its first answered POST after Uvicorn starts means anything
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")

@@ -68,6 +68,19 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         oom = "out of memory" in body
         return "cuda_graph_failed", "fatal", {"oom": oom, **(oom_values(body) if oom else {})}
     if "memory" in body:
+        if (
+            "out of memory. Try to lower your batch size" in body
+            or "out of memory. This should never" in body
+        ):
+            # the KV pool had no free slots for a batch (schedule_batch.alloc_token_slots, 0.4-0.5.x, and the
+            # 2026 alloc_for_extend / alloc_for_decode): logged, then raised: the scheduler dies serving
+            m = _KV_TRY.search(body)
+            values = {"kv_runtime": True, "during_batch": True}
+            return "other", "fatal", {**values, "tokens": int(m.group(1))} if m else values
+        if "memory allocation failed with OOM" in body:
+            # PyTorch's CUDACachingAllocator warning before the OutOfMemoryError: "memory allocation failed
+            # with OOM on device 0 while trying to allocate 4340000000 bytes (free: 3779..., total: 287...)"
+            return "cuda_oom", "cause", allocator_oom_values(body)
         if "Not enough memory" in body or "Not enought memory" in body:
             m = _NOT_ENOUGH.search(body)
             values = {"mem_fraction_static": num(m.group(1))} if m and m.group(1) else {}
@@ -339,6 +352,18 @@ def oom_values(body: str) -> dict[str, Any]:
         free = float(m.group(2))
         values["gpu_free_gib"] = round(free / 1024 if m.group(3) == "MiB" else free, 3)
     return values
+
+
+_KV_TRY = re.compile(r"Try to allocate (\d+) tokens")
+_ALLOCATOR_OOM = re.compile(r"allocate (\d+) bytes \(free: (\d+), total: (\d+)\)")
+
+
+def allocator_oom_values(body: str) -> dict[str, Any]:
+    m = _ALLOCATOR_OOM.search(body)
+    if m is None:
+        return {}
+    tried, free, total = (int(x) / 2**30 for x in m.groups())
+    return {"tried_gib": round(tried, 3), "gpu_free_gib": round(free, 3), "gpu_total_gib": round(total, 2)}
 
 
 def port_values(body: str) -> dict[str, Any]:

@@ -158,11 +158,15 @@ def looks_like_command(line: str) -> bool:
         return False
     if line.lstrip().startswith("#"):
         return True
+    if _LOGGING_RECORD.match(line):
+        return False  # "WARNING:sglang.srt.server_args:... try to use --disable-radix-cache": advice
     if "sglang" not in line and "launch_server" not in line:
         return False
     return _EXCEPTION_HEAD.match(line) is None
 
 
+# Python's default logging format, "LEVEL:logger.name:message": a record, never a pasted command.
+_LOGGING_RECORD = re.compile(r"\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:")
 # `Name: ...` / `pkg.mod.Name: ...` at the start of a line: an exception's own line, never a command.
 _EXCEPTION_HEAD = re.compile(r"\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit):")
 # An example's placeholder (`--model-path <model>`, `[options]`, `{path}`, `...`), not a value in use:

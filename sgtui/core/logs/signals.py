@@ -25,11 +25,27 @@ CHAIN_MARKERS = (
 # The step a class's own message names, whatever the log showed before it (a pasted tail has no milestone and
 # no frame): SGLang raises "Not enough memory" while sizing the memory pools (model_runner's
 # profile_max_num_token / init_memory_pool) and "Capture cuda graph failed" from a graph runner's __init__.
-_STEP_OF_CLASS = {"not_enough_memory": "allocating_pools", "cuda_graph_failed": "capturing_graphs"}
+_STEP_OF_CLASS = {
+    "not_enough_memory": "allocating_pools",
+    "cuda_graph_failed": "capturing_graphs",
+    "memory_unbalanced": "distributed_init",  # the last check of ModelRunner.init_torch_distributed
+}
 _OWN_WORDS = ("exception", "message", "source", "frame", "context")  # what one exception of a chain said
 # A record of another logger with no SGLang prefix: Python's bare `logging` format ("INFO: ...", uvicorn's
 # "INFO:     ...") or vLLM-style "INFO 02-17 02:35:21 ...": never the text of an exception's message.
 _LEVEL_RECORD = re.compile(r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::| +\d\d-\d\d )")
+_NOT_ARGUMENT_CHECKS = (
+    "KeyError",
+    "IndexError",
+    "TypeError",
+    "AttributeError",
+    "OSError",
+    "FileNotFoundError",
+    "ImportError",
+    "ModuleNotFoundError",
+)
+# a startup record printed bare after a message (a graph runner's next capture, a progress bar): not its text
+_NEXT_STEP = ("Capture ", "Capturing batches", "Load weight", "KV Cache", "Memory pool", "Init torch")
 _MESSAGE_LINES = 16  # lines of an exception's message printed after its first line that are joined to it
 _MESSAGE_CHARS = 2000
 
@@ -93,7 +109,7 @@ class FailureLog:
         if strength == "generic":
             if phase == "capturing_graphs" and not self._beside_capture(n):
                 error_class = "cuda_graph_failed"
-            elif trace.raised_in_args or names_a_flag_conflict(values.get("message", "")):
+            elif self._argument_check(values) or names_a_flag_conflict(values.get("message", "")):
                 error_class = "incompatible_flags"
         batch = self.last_batch() if error_class == "cuda_oom" and phase in ("running", "serving") else None
         if batch is not None:
@@ -203,8 +219,9 @@ class FailureLog:
             time is not None
             or ranks
             or self._message_lines >= _MESSAGE_LINES
-            or stripped.startswith(('File "', "Traceback (most recent call last)", *CHAIN_MARKERS))
+            or stripped.startswith(('File "', "Traceback (most recent call last)", "# ", *CHAIN_MARKERS))
             or _LEVEL_RECORD.match(stripped) is not None
+            or stripped.startswith(_NEXT_STEP)
             or _is_signal(stripped)
         ):
             self.message_of = None
@@ -223,6 +240,17 @@ class FailureLog:
         self.state.signals[index] = replace(signal, text=text, values=values)
         self.state.invalidate()
         return True
+
+    def _argument_check(self, values: dict[str, Any]) -> bool:
+        """SGLang's argument code raised it: a check of the flags (ValueError, an assert). Not a traceback cut
+        before its exception line (its last frame is not where it was raised), nor a lookup error: the
+        argument code also reads the model's config (server_args._handle_gpu_memory_settings ->
+        get_model_config), where a KeyError or an IndexError is about the checkpoint."""
+        return (
+            self.trace.raised_in_args
+            and not values.get("cut")
+            and values.get("exception") not in _NOT_ARGUMENT_CHECKS
+        )
 
     def _beside_capture(self, n: int) -> bool:
         """The traceback shows the graph-capture step (`init_cuda_graphs`) but no graph runner's frame: the

@@ -22,6 +22,7 @@ _SERVING_FUNCS = (
     "forward_step",
     "forward_decode_batch",
     "forward_fill_batch",
+    "transfer_worker",  # PD disaggregation's KV transfer threads (disaggregation/*/conn.py): live requests
 )
 # A forward pass: serving, unless a startup step (graph capture, a warm-up run, memory profiling) called it.
 _FORWARD_FUNCS = frozenset(
@@ -47,6 +48,10 @@ _FRAME_HINTS = (
     ("init_device_graphs", "capturing_graphs"),
     ("capture_one_batch_size", "capturing_graphs"),
     ("init_memory_pool", "allocating_pools"),
+    (
+        "init_lora_manager",
+        "allocating_pools",
+    ),  # after the weights, before the pools (model_runner.initialize)
     ("pool_configurator", "allocating_pools"),
     ("kv_cache_configurator", "allocating_pools"),
     ("profile_max_num_token", "allocating_pools"),
@@ -79,6 +84,12 @@ def frame_func(line: str) -> str:
     """A frame's function: `..., line 452, in f` (a traceback) or `..., line 452 in f` (faulthandler)."""
     cut = line.rfind(" in ")
     return line[cut + 4 :].strip() if cut >= 0 else ""
+
+
+# Files that name a step only when no frame above them did: the pools' buffers (mem_cache/memory_pool.py,
+# _npu, _host) are also touched while capturing graphs or serving, so they speak only for an excerpt that
+# starts below init_memory_pool.
+_WEAK_HINTS = (("/mem_cache/memory_pool", "allocating_pools"),)
 
 
 def frame_hint(line: str) -> str | None:
@@ -200,6 +211,8 @@ class TraceTracker:
         hint = frame_hint(body)
         if hint is not None:
             self.hint = hint
+        elif self.hint is None:
+            self.hint = next((h for needle, h in _WEAK_HINTS if needle in body), None)
 
     @property
     def importing(self) -> bool:

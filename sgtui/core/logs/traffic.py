@@ -12,7 +12,7 @@ from sgtui.core.logs.state import ANSWERED, SERVED, parse_seconds
 
 if TYPE_CHECKING:
     from sgtui.core.logs.classifier import LogClassifier
-    from sgtui.core.logs.state import LogEvent
+    from sgtui.core.logs.state import LogEvent, StartupState
 
 
 _WAITING = re.compile(r"#running-req: (\d+), #queue-req: (\d+)")
@@ -24,6 +24,22 @@ def busy_batch(raw: str) -> bool:
     #queue-req: 0`; a client's request may slip in beside it (one running), never a crowd."""
     m = _WAITING.search(raw)
     return m is not None and (int(m.group(1)) >= 2 or int(m.group(2)) >= 1)
+
+
+# Endpoints only a serving engine answers: RL frameworks (slime, verl, AReaL) drive SGLang through them.
+_CONTROL = (
+    "/abort_request",
+    "/flush_cache",
+    "/update_weights",
+    "/release_memory_occupation",
+    "/resume_memory",
+)
+
+
+def served_request(raw: str, state: StartupState) -> bool:
+    """An answered request (200) that is no warm-up: a client's OpenAI request (the warm-up posts
+    /generate), a control endpoint, or any POST in a tail that shows no startup at all."""
+    return "POST /v1/" in raw or any(c in raw for c in _CONTROL) or ("POST " in raw and not state.milestones)
 
 
 def first_batch(c: LogClassifier, raw: str, n: int, events: list[LogEvent]) -> None:
