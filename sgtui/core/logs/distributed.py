@@ -21,8 +21,9 @@ Sources (PyTorch's c10d, `torch/csrc/distributed/c10d/`):
 - the TCPStore client (`TCPStore.cpp`, `socket.cpp`): "[c10d] recvValue failed on SocketImpl(...): Connection
   reset by peer", "nonce == returnedNonce INTERNAL ASSERT FAILED ... Ping failed, invalid nonce returned" (the
   store's server went away: its node died); "The client socket has failed to connect to [host]:port (errno:
-  111 - Connection refused)" is printed on every retry while the master's store is not up yet, and the
-  heartbeat monitor's "Failed to check the \"should dump\" flag on TCPStore" at any exit: both weak.
+  111 - Connection refused)" and "TCP client failed to connect/validate ... - retrying" are printed on every
+  retry while the master's store is not up yet, and the heartbeat monitor's "Failed to check the \"should
+  dump\" flag on TCPStore" at any exit: all weak.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def distributed_failure(body: str) -> tuple[str, str, dict[str, Any]] | None:
         if "Connection closed by peer" in body or (gloo and reset):
             return "nccl", "cause", {**_values(body), "backend": "gloo"}
     if "TCPStore" in body or "[c10d]" in body or "Ping failed" in body:
-        if "should dump" in body or "Connection refused" in body:
+        if "should dump" in body or "Connection refused" in body or "retrying" in body:
             return "nccl", "weak", {**_values(body), "store": True}
         if any(needle in body for needle in _STORE_LOST):
             return "nccl", "cause", {**_values(body), "store": True}

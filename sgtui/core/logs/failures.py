@@ -63,7 +63,10 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         # the graph runner wraps whatever failed while capturing (cuda_graph_runner.py: `raise
         # Exception(f"Capture cuda graph failed: {e}...")`): a peer that went away is a distributed failure
         wrapped = distributed_failure(body)
-        if wrapped is not None and wrapped[1] != "weak":
+        gone = wrapped is not None and any(
+            wrapped[2].get(k) for k in ("peer", "store", "watchdog", "backend")
+        )
+        if wrapped is not None and wrapped[1] != "weak" and gone:
             return "nccl", "fatal", {**wrapped[2], "during": "capturing_graphs"}
         oom = "out of memory" in body
         return "cuda_graph_failed", "fatal", {"oom": oom, **(oom_values(body) if oom else {})}
@@ -190,9 +193,7 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         return None, "death", {"exception": True}
     if "Initialization failed" in body:
         return None, "death", {}
-    if body.startswith("HTTPConnectionPool(") and (
-        "Read timed out" in body or "Max retries exceeded" in body
-    ):
+    if body.startswith("HTTPConnectionPool(") and ("Read timed out" in body or "url: /generate" in body):
         # 0.1.x-0.2.x server.py `_wait_and_warmup`: the warm-up request failed, printed bare (`print(e)`)
         return "other", "cause", {"warmup": True}
     if "reached monitoredBarrier" in body and "received errors" in body:
@@ -354,6 +355,7 @@ def oom_values(body: str) -> dict[str, Any]:
     return values
 
 
+_GONE = ("peer", "store", "watchdog", "backend")  # a distributed failure that is another process gone
 _KV_TRY = re.compile(r"Try to allocate (\d+) tokens")
 _ALLOCATOR_OOM = re.compile(r"allocate (\d+) bytes \(free: (\d+), total: (\d+)\)")
 

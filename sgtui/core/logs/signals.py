@@ -88,23 +88,27 @@ class FailureLog:
         """Record one signal; `ends_trace`: the line ends a traceback (it names the exception raised)."""
         error_class, strength, values = found
         state, trace = self.state, self.trace
-        if STOPPED in state.notes and (strength in ("death", "generic", "weak") or values.get("crash")):
-            return  # the shutdown someone asked for
+        if STOPPED in state.notes and (
+            strength in ("death", "generic", "weak") or values.get("crash") or error_class == "nccl"
+        ):
+            return  # the shutdown someone asked for (its peers and store go away with it)
         if strength == "generic":
             self.last_generic = (n, time)
             if not values.get("message") and trace.last_source:  # a bare "AssertionError"
                 values = {**values, "source": trace.last_source, "frame": trace.last_frame or None}
             if trace.frames and self._in_trace(n):
                 values = {**values, "at_import": trace.importing}
-        if values.get("cuda_fault") == "device_assert" and any(
-            s.values.get("cuda_fault") == "device_assert" for s in state.signals[-1:]
+        if (
+            "Assertion `" in body
+            and values.get("cuda_fault") == "device_assert"
+            and any(s.values.get("cuda_fault") == "device_assert" for s in state.signals[-1:])
         ):
             return  # ATen prints the failed assertion once per GPU thread: the first line says it
-        if strength != "death":
-            self.last_message_line = n
+        if strength != "death" or values.get("cuda_fault"):
+            self.last_message_line = n  # a CUDA fault's own line says what went wrong, as an exception does
         phase = _at_least(self.phase_now(n, ranks), _step_of(error_class, values))
-        if values.get("during_batch") and phase not in ("serving", "running"):
-            phase = "running"  # a batch in flight: the warm-up's ("serving") or requests'
+        if values.get("during_batch") and phase == "starting" and not state.milestones:
+            phase = "running"  # a batch in flight, in a tail that shows no startup step
 
         if strength == "generic":
             if phase == "capturing_graphs" and not self._beside_capture(n):

@@ -73,6 +73,10 @@ _NAMED_EXCEPTION = re.compile(
 )  # a bare `Exception: ...` too: SGLang raises its graph-capture failure as one (cuda_graph_runner.py)
 
 
+# a call of the scheduler's (or detokenizer's) serving loop, not asyncio's `get_event_loop()`
+_CALLS_EVENT_LOOP = re.compile(r"(?:\b|\brun_|\bdispatch_)event_loop\w*\(")
+
+
 def frame_file(line: str) -> str:
     """The file name a `File "/a/b/flashinfer_backend.py", line 452, in f` frame names ("" if none)."""
     start = line.find('File "')
@@ -228,8 +232,8 @@ class TraceTracker:
     def source(self, body: str) -> None:
         self.after_frame = False
         self.last_source = body.strip()[:200]
-        if "event_loop" in body:  # `scheduler.event_loop_overlap()`: the frame had entered the serving loop
-            self.serving = True
+        if "event_loop" in body and _CALLS_EVENT_LOOP.search(body):
+            self.serving = True  # `scheduler.event_loop_overlap()`: the frame had entered the serving loop
 
     def phase(self) -> str | None:
         """The phase the frames put the failure in: serving ("running") before any startup step they name."""

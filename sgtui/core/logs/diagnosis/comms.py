@@ -60,9 +60,9 @@ def _remote_signs(ctx: Context) -> tuple[str, str | None, bool]:
         refused = m.group(1) + (f":{port}" if port else "")
     what = "store" if values.get("store") else "gloo" if values.get("backend") == "gloo" else "nccl"
     nnodes = ctx.facts.get("nnodes")
-    if (isinstance(nnodes, int) and nnodes > 1) or ctx.facts.get("dist_init_addr"):
+    one_node = nnodes == 1  # the launch says so, whatever --dist-init-addr says: another process on this host
+    if not one_node and ((isinstance(nnodes, int) and nnodes > 1) or ctx.facts.get("dist_init_addr")):
         return what, refused, True
-    one_node = nnodes == 1  # the launch says so: a store or peer failure is another process on this host
     return what, refused, not one_node and (what != "nccl" or bool(values.get("peer")) or refused is not None)
 
 

@@ -42,6 +42,57 @@ _MEANINGS = {
 }
 
 
+_LAUNCH_BLOCKING = Suggestion(
+    "CUDA_LAUNCH_BLOCKING",
+    "1",
+    "An environment variable: the error is raised at the kernel that asserted (much slower; for finding it "
+    "only).",
+)
+# torch.multinomial's check (aten/src/ATen/native/cuda/TensorCompare.cu: "probability tensor contains either
+# `inf`, `nan` or element < 0"): the sampler got logits that are not numbers
+_NOT_NUMBERS = ("probability tensor", "`inf`", "`nan`", "isfinite")
+
+
+def _device_assert(text: str) -> tuple[str, list[Suggestion]]:
+    """What a kernel's failed assertion usually means, from its own words: logits that are not numbers, or
+    (most asserts: indexSelect, gather, embedding) an index out of range."""
+    if any(needle in text for needle in _NOT_NUMBERS):
+        meaning = (
+            "the sampler got probabilities that are not numbers (inf or NaN logits): a numeric overflow in "
+            "the model for this dtype or quantization, a broken checkpoint, or a kernel bug for this batch "
+            "shape; the CUDA context is lost with it"
+        )
+        return meaning, [
+            Suggestion(
+                "--dtype",
+                "bfloat16",
+                "float16 overflows where bfloat16 does not; check the checkpoint's own dtype.",
+            ),
+            _LAUNCH_BLOCKING,
+            _BACKEND,
+            _DISABLE_GRAPH,
+            _UPGRADE,
+        ]
+    meaning = (
+        "a kernel checked an index and found it out of range: most often a token id past the vocabulary "
+        "or embedding table (a tokenizer or input_ids that do not match the model, an added special "
+        "token), else a bad KV page or slot index in a kernel for this model or backend; the CUDA context "
+        "is lost with it"
+    )
+    return meaning, [
+        Suggestion(
+            None,
+            None,
+            "Check that the tokenizer matches the model (--tokenizer-path) and that requests sending "
+            "input_ids stay below the model's vocab_size.",
+        ),
+        _LAUNCH_BLOCKING,
+        _BACKEND,
+        _DISABLE_GRAPH,
+        _UPGRADE,
+    ]
+
+
 def crash(ctx: Context) -> Diagnosis:
     """A fatal signal (`Fatal Python error`, `Caught signal N`, a shell's `Segmentation fault (core
     dumped)`) or a CUDA fault (illegal memory access / instruction)."""
@@ -70,29 +121,7 @@ def crash(ctx: Context) -> Diagnosis:
         ]
     elif fault == "device_assert":
         title = "A CUDA kernel's assertion failed (device-side assert)"
-        meaning = (
-            "a kernel checked an index and found it out of range: most often a token id past the vocabulary "
-            "or embedding table (a tokenizer or input_ids that do not match the model, an added special "
-            "token), else a bad KV page or slot index in a kernel for this model or backend; the CUDA "
-            "context is lost with it"
-        )
-        suggestions = [
-            Suggestion(
-                None,
-                None,
-                "Check that the tokenizer matches the model (--tokenizer-path) and that requests sending "
-                "input_ids stay below the model's vocab_size.",
-            ),
-            Suggestion(
-                "CUDA_LAUNCH_BLOCKING",
-                "1",
-                "An environment variable: the error is raised at the kernel that asserted (much slower; for "
-                "finding it only).",
-            ),
-            _BACKEND,
-            _DISABLE_GRAPH,
-            _UPGRADE,
-        ]
+        meaning, suggestions = _device_assert(ctx.error.text)
     elif fault == "illegal_instruction":
         title = "A CUDA kernel hit an illegal instruction"
         meaning = (

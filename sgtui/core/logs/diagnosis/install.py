@@ -17,7 +17,9 @@ _MISSING = "A Python package is missing or broken"
 _NO_BINARY = ("no kernel image is available", "invalid device function", "NoBinaryForGpu")
 # model_runner.py (0.4.x-0.5.x) `raise RuntimeError("SGLang only supports sm75 and above.")` for a GPU below
 # compute capability 7.5 (after "Compute capability below sm80. Use float16 ...")
-_BELOW_SM = re.compile(r"only supports sm_?(\d)(\d+)")
+# SGLang's own check (srt/utils): "SGLang only supports sm75 and above." (a kernel's "requires SM90" is
+# a feature's need, not the release's floor)
+_BELOW_SM = re.compile(r"SGLang only supports sm_?(\d+?)(\d) and above")
 # SGLang's optional packages: "DeepEP is not installed. Please install DeepEP package from ..."
 # (layers/moe/token_dispatcher/deepep.py), "Mooncake EP is not installed" (mooncake.py); Python's own words
 _NOT_INSTALLED = re.compile(r"(\w[\w.+-]*(?: [A-Z]\w*)?) (?:is|are) not installed")
@@ -154,7 +156,9 @@ def _selecting_flag(ctx: Context, package: str) -> str | None:
     for dest, fact in SERVER_ARG_FACTS.items():
         value: Any = ctx.facts.get(fact)
         flag = "--" + dest.replace("_", "-")
-        if isinstance(value, str) and value and (name in _norm(value) or _norm(value) in name):
+        if dest.startswith("disable") or value in ("auto", "none", "None", ""):
+            continue  # a switch off or a default chose nothing
+        if isinstance(value, str) and name in _norm(value):
             return f"{flag} {value}"
         if value is True and name in _norm(dest):
             return flag
