@@ -244,3 +244,52 @@ def test_a_message_ends_where_the_next_capture_begins() -> None:
     analysis = _explain("draft-capture-verify-graph-failed-blank-line.log")
     assert analysis.error is not None and analysis.error.error_class == "cuda_graph_failed"
     assert "Capturing batches" not in analysis.error.text
+
+
+def test_an_example_command_in_an_sglang_record_is_not_the_launch() -> None:
+    """DeepGEMM's pre-compile warning quotes `--model deepseek-ai/DeepSeek-V3 --tp 8` on every FP8 run."""
+    facts = _explain("sglang-pr10622-deepgemm-example-command.log").facts
+    assert facts.get("model_path") != "deepseek-ai/DeepSeek-V3" and facts.get("tp_size") != 8
+
+
+def test_a_kernel_librarys_native_check_exits_the_process() -> None:
+    """FlashMLA's CHECK_CUDA prints "CUDA error (file:line): no kernel image ..." and calls exit(1)."""
+    analysis = _explain("sglang-14700-flashmla-native-cuda-error.log")
+    assert analysis.outcome == "failed"
+    assert analysis.error is not None and analysis.error.error_class == "other"
+
+
+def test_a_weights_progress_bar_means_the_weights_are_loading() -> None:
+    """ "Multi-thread loading shards: 0% ..." with no "Load weight begin" in the excerpt."""
+    assert _error("sglang-12577-loading-shards-bar-then-crash.log")[1] == "loading_weights"
+
+
+def test_frames_copied_from_a_json_export_are_frames() -> None:
+    """`File \\"/sgl-workspace/.../scheduler.py\\", line 989, in event_loop_normal`: escaped quotes."""
+    assert _error("sglang-15050-json-escaped-frames.log")[1] == "running"
+
+
+def test_nccls_init_error_chain_is_a_failed_communicator() -> None:
+    """NCCL_DEBUG=INFO's "bootstrap.cc:285 -> 2 ... init.cc:1799 -> 2": ncclCommInitRank failed."""
+    assert _error("sglang-6017-nccl-init-error-chain.log")[:2] == ("nccl", "distributed_init")
+
+
+def test_hicaches_write_back_runs_while_serving() -> None:
+    assert _error("recipe-mi300x-hicache-backup-crash.log")[1] == "running"
+
+
+def test_the_context_length_warning_is_no_failure() -> None:
+    """0.4's default logs "Warning: User-specified context_length ... is greater than the derived ..." and
+    goes on (every EAGLE draft prints it); only the ValueError form is fatal."""
+    analysis = _explain("docs-eagle-context-length-warning.log")
+    assert (analysis.outcome, analysis.error) == ("ready", None)
+
+
+def test_a_traceback_cut_right_after_a_call_names_the_step_it_entered() -> None:
+    """The last source line is `self.init_cuda_graphs()`: the frame had entered graph capture."""
+    assert _error("sglang-4968-traceback-cut-after-call.log")[1] == "capturing_graphs"
+
+
+def test_building_a_models_layers_is_loading_weights() -> None:
+    """A linear layer's __init__ -> get_quant_method (bitsandbytes not installed): model construction."""
+    assert _error("sglang-2769-bitsandbytes-layer-init.log")[1] == "loading_weights"

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from sgtui.core.logs.analysis import LogAnalysis
 
 _PARTIAL_CAP = 1 << 20  # an unterminated line longer than this is cut (binary blobs, runaway progress bars)
-PROGRESS_NEEDLES = ("checkpoint shards", "Capturing batches", "%|")
+PROGRESS_NEEDLES = ("checkpoint shards", "loading shards", "Capturing batches", "%|")
 
 
 class LogClassifier:
@@ -290,7 +290,9 @@ class LogClassifier:
             progress(self, body, n, time, ranks, events)
             return
         info_line(self, body, n, time, ranks, events)
-        if "--" in body and not self._in_message and _command(body):
+        # a pasted command, never an SGLang record: DeepGEMM's pre-compile warning quotes an example command
+        # (`sglang.compile_deep_gemm --model deepseek-ai/DeepSeek-V3 --tp 8`) on every FP8 run
+        if "--" in body and not self._in_message and self._last_record_line != n and _command(body):
             self.facts(parse_command_flags(body), FROM_COMMAND)
         found = failure(body)
         if found is None and tail:

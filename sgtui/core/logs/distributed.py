@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sgtui.core.logs.prefilter import NCCL_INIT_FAILED
+
 _RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
 _OP = re.compile(r"OpType=(\w+)")
 _TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
@@ -86,6 +88,12 @@ def distributed_failure(body: str) -> tuple[str, str, dict[str, Any]] | None:
     if "ccl" in body or "NCCL" in body or "Watchdog caught" in body or "watchdog got stuck" in body:
         if "NCCL WARN" in body:
             return "nccl", "weak", _values(body)
+        if "NCCL INFO" in body:
+            # ncclCommInitRank's error unwinding (init.cc/bootstrap.cc returning a non-zero ncclResult_t):
+            # the communicator was not created, whatever the WARN before it said
+            if NCCL_INIT_FAILED.search(body):
+                return "nccl", "cause", {**_values(body), "comm_init": True}
+            return None
         if any(needle in body for needle in _WATCHDOG_FATAL):
             return "nccl", "fatal", _values(body)
         if any(needle in body for needle in _NCCL_CAUSES):

@@ -146,7 +146,9 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     if "not compatible with radix cache" in body:
         m = _INCOMPATIBLE.search(body)
         return "incompatible_flags", "fatal", {"conflict": "radix_cache", "arch": m.group(1) if m else None}
-    if "User-specified context_length" in body:
+    if "User-specified context_length" in body and "Warning: User-specified" not in body:
+        # model_config.py raises it only with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN off (default on since
+        # 0.4): the default logs "Warning: User-specified ..." and goes on (every EAGLE draft model prints it)
         m = _CONTEXT_TOO_LONG.search(body)
         values = {"requested": int(m.group(1)), "derived": int(m.group(2))} if m else {}
         return "bad_arguments", "fatal", {"flag": "--context-length", **values}
@@ -193,6 +195,10 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         return None, "death", {"exception": True}
     if "Initialization failed" in body:
         return None, "death", {}
+    if " error (" in body and _NATIVE_CHECK.match(body):
+        # a kernel library's CHECK macro: `fprintf(stderr, "CUDA error (%s:%d): %s\n", ...); exit(1)`
+        # (FlashMLA's csrc/utils.h, CUTLASS's): the process exits with no Python traceback, only this line
+        return "other", "fatal", {"native_check": True, "message": body.split("): ", 1)[-1][:300]}
     if body.startswith("HTTPConnectionPool(") and ("Read timed out" in body or "url: /generate" in body):
         # 0.1.x-0.2.x server.py `_wait_and_warmup`: the warm-up request failed, printed bare (`print(e)`)
         return "other", "cause", {"warmup": True}
@@ -355,6 +361,7 @@ def oom_values(body: str) -> dict[str, Any]:
     return values
 
 
+_NATIVE_CHECK = re.compile(r"(?:CUDA|CUTLASS|cuBLAS|CUBLAS|HIP|NCCL) error \([^()]{1,200}:\d+\): \S")
 _GONE = ("peer", "store", "watchdog", "backend")  # a distributed failure that is another process gone
 _KV_TRY = re.compile(r"Try to allocate (\d+) tokens")
 _ALLOCATOR_OOM = re.compile(r"allocate (\d+) bytes \(free: (\d+), total: (\d+)\)")

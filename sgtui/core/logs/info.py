@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from sgtui.core.logs import rules
 from sgtui.core.logs.facts import FROM_ARGS, FROM_COMMAND, FROM_RUNTIME
 from sgtui.core.logs.server_args import parse_command_flags
-from sgtui.core.logs.state import LogEvent
+from sgtui.core.logs.state import PHASES, LogEvent, parse_seconds
 
 if TYPE_CHECKING:
     from sgtui.core.logs.classifier import LogClassifier
@@ -48,6 +48,9 @@ def progress(
         return
     key = tuple(values.items())
     phases = c.phases
+    if PHASES.index(c.state.reached) < PHASES.index(phase):
+        # a bar of weights or graphs moving: that step has begun, whatever milestone the log left out
+        phases.advance(phase, n, time, parse_seconds(time), events, everyone=not ranks)
     if key == phases.last_progress:
         return
     phases.last_progress = key

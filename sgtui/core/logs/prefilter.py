@@ -15,6 +15,7 @@ bench/bench_explain_shapes.py: 1.4 us a line against 4.0 us for the chain of `in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 ANCHORS: tuple[str, ...] = (
@@ -81,6 +82,7 @@ ANCHORS: tuple[str, ...] = (
     "scheduler",
     "hit an exception",
     "Initialization failed",
+    " error (",
     "HTTPConnectionPool",
     "monitoredBarrier",
     "other ranks",
@@ -114,6 +116,9 @@ ANCHORS: tuple[str, ...] = (
     "returnedNonce",
     "Rendezvous",
 )
+
+
+NCCL_INIT_FAILED = re.compile(r"\b(?:init|bootstrap)\.cc:\d+ -> [1-9]")
 
 
 def _chain(anchors: tuple[str, ...]) -> Callable[[str], bool]:
@@ -151,7 +156,9 @@ _ANY_ANCHOR = _automaton(ANCHORS) or any_anchor_chain
 def may_matter(body: str, first: str) -> bool:
     """False when no line rule could read `body` (whose first character is `first`)."""
     if " NCCL INFO " in body:
-        return False  # NCCL_DEBUG=INFO's chatter (thousands of lines a launch); its problems are WARN lines
+        # NCCL_DEBUG=INFO's chatter (thousands of lines a launch); its problems are WARN lines, and the error
+        # chain of a communicator that could not be created ("NCCL INFO init.cc:1799 -> 2")
+        return " -> " in body and NCCL_INIT_FAILED.search(body) is not None
     if _ANY_ANCHOR(body):
         return True
     if not first.isalpha():

@@ -23,11 +23,15 @@ _SERVING_FUNCS = (
     "forward_decode_batch",
     "forward_fill_batch",
     "transfer_worker",  # PD disaggregation's KV transfer threads (disaggregation/*/conn.py): live requests
+    "backup_from_device",  # HiCache's write-back of live KV to host memory (mem_cache/hicache*)
 )
 # A forward pass: serving, unless a startup step (graph capture, a warm-up run, memory profiling) called it.
 _FORWARD_FUNCS = frozenset(
     {"forward_extend", "forward_decode", "forward_idle", "forward_batch_generation", "forward_split_prefill"}
 )
+# A speculative worker's functions that build it rather than run a batch (anything else in
+# srt/speculative/*worker*.py: draft, verify, forward_draft_extend, _mamba_verify_update, runs on a batch).
+_NOT_A_STEP = ("__init__", "init", "_init", "capture", "_capture", "warmup", "load", "_load", "<module>")
 # Startup steps that run forward passes of their own.
 _STARTUP_FUNCS = frozenset(
     {"kernel_warmup", "_dummy_run", "warmup", "profile_run", "capture", "_capture_graph"}
@@ -96,6 +100,11 @@ def frame_func(line: str) -> str:
 _WEAK_HINTS = (("/mem_cache/memory_pool", "allocating_pools"),)
 
 
+# Building a model's layers and their quantization methods (model_loader._initialize_model -> the model's
+# and its layers' __init__ -> quant_config.get_quant_method / create_weights): only load_model does that.
+_BUILDS_LAYERS = frozenset({"__init__", "get_quant_method", "create_weights"})
+
+
 def frame_hint(line: str) -> str | None:
     for needle, hint in _FRAME_HINTS:
         if needle in line:
@@ -148,10 +157,13 @@ class TraceTracker:
         self.raised_in_args = False  # SGLang's innermost frame is its argument code: an argument check failed
         self.graph_runner = False  # a frame of a graph runner (capture, replay): the graphs themselves failed
         self.modules = 0  # `<module>` frames: the entry script's, then each module it was importing
+        self.in_module = False  # the last frame is a module's top level (its source line is an import)
 
     def line(self, body: str, first: str, time: str | None) -> str | None:
         """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
         `Thread 0x...` header of another thread; None for any other line (left to the caller)."""
+        if (first == " " or first == "F") and 'File \\"' in body:
+            body = body.replace('\\"', '"')  # a frame copied from a JSON export: `File \"/path\", line N`
         if (first == " " or first == "F") and body.lstrip().startswith('File "'):
             self.frame(body)
             self.tail = True
@@ -206,10 +218,13 @@ class TraceTracker:
             self.forward = True
         elif func in _STARTUP_FUNCS:
             self.startup = True
+        elif "/speculative/" in body and not func.startswith(_NOT_A_STEP):
+            self.forward = True  # a draft or verify step of a speculative worker: a live batch
         if "graph_runner" in body and func.startswith("replay"):
             self.forward = True  # replaying a captured graph is a decode step while serving
             return
-        if func == "<module>" or "importlib" in body:
+        self.in_module = func == "<module>" or "importlib" in body
+        if self.in_module:
             self.modules += 1
             return  # a module being imported: `model_loader` in an import chain loaded nothing yet
         hint = frame_hint(body)
@@ -217,6 +232,8 @@ class TraceTracker:
             self.hint = hint
         elif self.hint is None:
             self.hint = next((h for needle, h in _WEAK_HINTS if needle in body), None)
+            if self.hint is None and func in _BUILDS_LAYERS and ("/layers/" in body or "/models/" in body):
+                self.hint = "loading_weights"  # a model's layers being built: load_model's first half
 
     @property
     def importing(self) -> bool:
@@ -234,6 +251,12 @@ class TraceTracker:
         self.last_source = body.strip()[:200]
         if "event_loop" in body and _CALLS_EVENT_LOOP.search(body):
             self.serving = True  # `scheduler.event_loop_overlap()`: the frame had entered the serving loop
+        elif not self.in_module:
+            # the call under the innermost frame names the step it entered (`self.init_cuda_graphs()`,
+            # `self.load_model()`): a traceback cut right after it still says where it was
+            hint = frame_hint(body)
+            if hint is not None:
+                self.hint = hint
 
     def phase(self) -> str | None:
         """The phase the frames put the failure in: serving ("running") before any startup step they name."""
