@@ -158,7 +158,7 @@ def may_matter(body: str, first: str) -> bool:
     if " NCCL INFO " in body:
         # NCCL_DEBUG=INFO's chatter (thousands of lines a launch); its problems are WARN lines, and the error
         # chain of a communicator that could not be created ("NCCL INFO init.cc:1799 -> 2")
-        return " -> " in body and NCCL_INIT_FAILED.search(body) is not None
+        return ".cc:" in body and " -> " in body and NCCL_INIT_FAILED.search(body) is not None
     if _ANY_ANCHOR(body):
         return True
     if not first.isalpha():

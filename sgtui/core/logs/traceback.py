@@ -6,6 +6,7 @@ exception, whatever its name looks like (`triton.runtime.errors.OutOfResources: 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 # Frames that only run once the scheduler serves: its event loops (normal, overlap, pipeline, disaggregated),
 # one batch's run, the overlap scheduler's forward thread, the tokenizer manager's request handling; before
@@ -105,11 +106,37 @@ _WEAK_HINTS = (("/mem_cache/memory_pool", "allocating_pools"),)
 _BUILDS_LAYERS = frozenset({"__init__", "get_quant_method", "create_weights"})
 
 
-def frame_hint(line: str) -> str | None:
+def _frame_hint_loop(line: str) -> str | None:
     for needle, hint in _FRAME_HINTS:
         if needle in line:
             return hint
     return None
+
+
+def _hint_automaton() -> Callable[[str], str | None] | None:
+    """`_frame_hint_loop` as one Aho-Corasick pass (pyahocorasick, as prefilter.py): every frame and source
+    line of a traceback asks; the earliest needle of _FRAME_HINTS found wins, as in the loop."""
+    try:
+        import ahocorasick
+    except ImportError:  # pragma: no cover - a dependency; the loop gives the same answers, slower
+        return None
+    automaton = ahocorasick.Automaton()
+    for order, (needle, hint) in enumerate(_FRAME_HINTS):
+        automaton.add_word(needle, (order, hint))
+    automaton.make_automaton()
+    scan = automaton.iter
+
+    def find(line: str) -> str | None:
+        best: tuple[int, str] | None = None
+        for _, found in scan(line):
+            if best is None or found[0] < best[0]:
+                best = found
+        return best[1] if best is not None else None
+
+    return find
+
+
+frame_hint: Callable[[str], str | None] = _hint_automaton() or _frame_hint_loop
 
 
 def exception_line(body: str, in_traceback: bool) -> tuple[str, str] | None:
