@@ -293,3 +293,27 @@ def test_a_traceback_cut_right_after_a_call_names_the_step_it_entered() -> None:
 def test_building_a_models_layers_is_loading_weights() -> None:
     """A linear layer's __init__ -> get_quant_method (bitsandbytes not installed): model construction."""
     assert _error("sglang-2769-bitsandbytes-layer-init.log")[1] == "loading_weights"
+
+
+def test_a_failed_health_check_that_nothing_ran_after_is_a_hang() -> None:
+    """After an EPLB rebalance the detokenizer sends nothing for 20 s (http_server.health_generate) and the
+    log ends: the server hung."""
+    analysis = _explain("eplb-rebalance-then-health-check-failed.log")
+    assert analysis.error is not None
+    assert (analysis.outcome, analysis.error.error_class, analysis.error.phase) == (
+        "failed",
+        "stalled",
+        "running",
+    )
+    assert diagnose(analysis)[0].title == "The server stopped answering (health check failed)"
+
+
+def test_a_failed_health_check_the_server_recovers_from_is_no_failure() -> None:
+    """A long prefill can hold a health request past 20 s: batches after it say the server went on."""
+    text = (ISSUES / "eplb-rebalance-then-health-check-failed.log").read_text(encoding="utf-8")
+    text += (
+        "[2026-04-10 15:39:50 TP0 EP0] Decode batch. #running-req: 8, #token: 9000, token usage: 0.10, "
+        "gen throughput (token/s): 800.00, #queue-req: 0\n"
+    )
+    analysis = classify_text(text)
+    assert (analysis.outcome, analysis.error) == ("ready", None)

@@ -58,6 +58,7 @@ class LogClassifier:
         self.trace = TraceTracker()
         self.failures = FailureLog(self.state, self.trace, self.store, lambda: self.last_prefill)
         self.last_prefill: tuple[int, str] | None = None  # the last "Prefill batch" line (number, text)
+        self.last_activity = 0  # the last batch or answered request: the server was doing work there
         self.stall = StallWatch(clock, stall_after)
         self.gaps = GapWatch(self.stall)
         self.phases = PhaseLog(self.state, self.stall, self.trace)  # milestones, phases, progress, warnings
@@ -117,7 +118,9 @@ class LogClassifier:
         self._flush(events)
         if not self._finished:
             self._finished = True
-            self.failures.at_end(self._last_record_line, self.phases.last_milestone_line, events)
+            self.failures.at_end(
+                self._last_record_line, self.phases.last_milestone_line, events, self.last_activity
+            )
             if not self.batches_seen:  # a server running batches is past its startup
                 self.gaps.at_end(self.state, self.line_count)
         return events
@@ -179,11 +182,13 @@ class LogClassifier:
         # server runs batches (warm-up or requests), which a pasted tail may show nothing else of. The last
         # prefill is kept unparsed: it names the request a serving-time OOM hit.
         if "Decode batch" in raw:
+            self.last_activity = n
             if not self.decoding:
                 first_decode(self, raw, n, events)
             return
         if "Prefill batch" in raw:
             self.last_prefill = (n, raw)
+            self.last_activity = n
             if not self.decoding and busy_batch(raw):
                 first_decode(self, raw, n, events)
             elif not self.batches_seen:
@@ -194,6 +199,8 @@ class LogClassifier:
             # happened. #retracted_reqs" (to 0.4.x): printed only while requests decode
             first_decode(self, raw, n, events)
         if "HTTP/1." in raw:
+            if '" 200' in raw:
+                self.last_activity = n
             if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
                 first_answer(self, raw, n, events)
             elif not self.decoding and '" 200' in raw and served_request(raw, self.state):

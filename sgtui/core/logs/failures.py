@@ -195,6 +195,11 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         return None, "death", {"exception": True}
     if "Initialization failed" in body:
         return None, "death", {}
+    if "Health check failed" in body:
+        # http_server.health_generate: no token from the detokenizer for HEALTH_CHECK_TIMEOUT (20 s) after a
+        # health request; the server is marked unhealthy and answers 503 (signals.py decides at the end of
+        # the log whether it recovered)
+        return "stalled", "weak", {"health_check": True}
     if " error (" in body and _NATIVE_CHECK.match(body):
         # a kernel library's CHECK macro: `fprintf(stderr, "CUDA error (%s:%d): %s\n", ...); exit(1)`
         # (FlashMLA's csrc/utils.h, CUTLASS's): the process exits with no Python traceback, only this line

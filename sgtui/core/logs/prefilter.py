@@ -82,6 +82,7 @@ ANCHORS: tuple[str, ...] = (
     "scheduler",
     "hit an exception",
     "Initialization failed",
+    "Health check failed",
     " error (",
     "HTTPConnectionPool",
     "monitoredBarrier",

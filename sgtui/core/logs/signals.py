@@ -72,6 +72,9 @@ class FailureLog:
         self.chained: int | None = None  # that signal, once Python said another exception follows from it
         self.while_handling = False  # Python's words were "During handling ...", not "... the direct cause"
         self.message_of: int | None = None  # the signal whose message may go on over the next lines
+        self.unhealthy: tuple[int, str | None, tuple[str, ...], str] | None = (
+            None  # the last failed health check
+        )
         self._message_lines = 0
         self._blank_lines = 0
 
@@ -88,6 +91,9 @@ class FailureLog:
         """Record one signal; `ends_trace`: the line ends a traceback (it names the exception raised)."""
         error_class, strength, values = found
         state, trace = self.state, self.trace
+        if values.get("health_check"):
+            self.unhealthy = (n, time, ranks, body)  # a hang only if nothing ran after it (at_end)
+            return
         if STOPPED in state.notes and (
             strength in ("death", "generic", "weak") or values.get("crash") or error_class == "nccl"
         ):
@@ -295,10 +301,18 @@ class FailureLog:
             self.state.signals[index] = replace(signal, phase=phase)
             self.state.invalidate()
 
-    def at_end(self, last_record_line: int, last_milestone_line: int, out: list[LogEvent]) -> None:
+    def at_end(
+        self, last_record_line: int, last_milestone_line: int, out: list[LogEvent], last_activity: int = 0
+    ) -> None:
         """The end-of-log rules: a traceback or exception that nothing outlived (no later milestone, no
-        ready, no later SGLang record) is how a cut or pasted log shows that the launch died."""
+        ready, no later SGLang record) is how a cut or pasted log shows that the launch died; a failed health
+        check that no batch or answered request followed (`last_activity`) is a server that hung."""
         state, trace = self.state, self.trace
+        hung = self.unhealthy
+        if hung is not None and hung[0] > max(last_activity, last_milestone_line) and state.error is None:
+            self.unhealthy = None
+            n, time, ranks, body = hung
+            self.signal(("stalled", "fatal", {"unhealthy": True}), n, time, ranks, body, out)
         opened = trace.open
         if (
             opened is not None

@@ -153,6 +153,8 @@ def stalled(ctx: Context) -> Diagnosis:
     phase = ctx.phase
     if "watchdog_timeout" in values:
         return _watchdog(ctx, values.get("watchdog_timeout"))
+    if values.get("unhealthy"):
+        return _unhealthy(ctx)
     lines = [
         f"The launch has made no progress for {values.get('idle_s', 0):.0f} s while {phase_words(phase)}."
     ]
@@ -171,6 +173,26 @@ def stalled(ctx: Context) -> Diagnosis:
         lines.append(f"Nodes behind: {', '.join(str(n) for n in values['nodes_behind'])}.")
     suggestions = list(_STALL_CAUSES.get(phase, []))
     return Diagnosis(f"Stalled while {phase_words(phase)}", " ".join(lines), suggestions, "stalled")
+
+
+def _unhealthy(ctx: Context) -> Diagnosis:
+    detail = (
+        f"A health request got no token back for 20 s (line {ctx.error.line}: "
+        f"{ctx.error.text.strip()[:200]}) and nothing ran after it: the scheduler or the detokenizer "
+        f"stopped making progress while {phase_words(ctx.phase)} (SGLang marks itself unhealthy and "
+        "answers 503). Usually a collective waits for a rank that hung, or a batch never finishes."
+    )
+    suggestions = [
+        Suggestion(None, None, "Read every rank's (and node's) log for what it did last before this line."),
+        Suggestion(
+            None,
+            None,
+            "py-spy dump --pid <scheduler pid> shows where each rank's scheduler waits (sgtui's process list "
+            "names the pids).",
+        ),
+        Suggestion("NCCL_DEBUG", "INFO", "An environment variable: NCCL says which collective it waits in."),
+    ]
+    return Diagnosis("The server stopped answering (health check failed)", detail, suggestions, "stalled")
 
 
 def _watchdog(ctx: Context, timeout: float | None) -> Diagnosis:
