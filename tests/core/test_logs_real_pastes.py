@@ -317,3 +317,12 @@ def test_a_failed_health_check_the_server_recovers_from_is_no_failure() -> None:
     )
     analysis = classify_text(text)
     assert (analysis.outcome, analysis.error) == ("ready", None)
+
+
+def test_an_error_message_wrapped_over_lines_is_one_error_with_all_its_values() -> None:
+    """ "... leave no GPU memory for the KV cache under\\n--mem-fraction-static=0.94. Raise ... above 0.942":
+    the second line is the same error's text (no consequence of its own) and still names the value in use."""
+    analysis = _explain("notes-wrapped-leave-no-gpu-memory.log")
+    assert analysis.error is not None and analysis.error.consequences == ()
+    assert "Raise --mem-fraction-static above 0.942" in analysis.error.text
+    assert analysis.facts["mem_fraction_static"] == 0.94

@@ -242,7 +242,7 @@ class LogClassifier:
         body = body.rstrip()
         # a line of an exception's message: its words (a flag quoted in a sentence) are no command
         self._in_message = self.failures.message_of is not None and self.failures.continue_message(
-            body, time, ranks
+            body, time, ranks, n
         )
         if not body:
             return

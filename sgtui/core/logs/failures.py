@@ -19,6 +19,7 @@ _NOT_ENOUGH = re.compile(
     r"Not enought? memory\. Please try to increase --mem-fraction-static"
     r"(?:\.? ?Current value: (?:(?:self\.server_args\.)?mem_fraction_static=)?" + _FRACTION + ")?"
 )
+_UNDER_MFS = re.compile(r"--mem-fraction-static=" + _NUM + r"\. Raise")
 _LEAVE_NO = re.compile(r"leave no GPU memory for the KV cache under --mem-fraction-static=" + _NUM)
 _UNBALANCED = re.compile(
     r"(min_per_gpu_memory|local_gpu_memory|pre_model_load_memory)=" + _NUM + r"(?=,|$|\s)"
@@ -102,7 +103,10 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         if "out of memory" in body and ("CUDA" in body or "cuda" in body or _OTHER_DEVICE.search(body)):
             return "cuda_oom", "cause", oom_values(body)
     if "Raise --mem-fraction-static above" in body:
-        return "not_enough_memory", "fatal", {}
+        # the second line of a wrapped "... leave no GPU memory for the KV cache under\n
+        # --mem-fraction-static=0.94. Raise ..." still names the value in use
+        m = _UNDER_MFS.match(body)
+        return "not_enough_memory", "fatal", {"mem_fraction_static": num(m.group(1))} if m else {}
     if "too small to serve any requests" in body or "Memory pool size is too small" in body:
         if "mamba" in body:  # 0.5.23: "Hybrid (mamba/linear-attention) state cache is too small to serve ..."
             values: dict[str, Any] = {"pool": "mamba"}

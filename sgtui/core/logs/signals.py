@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from sgtui.core.logs.chains import merge_chain
 from sgtui.core.logs.facts import FROM_ERROR, FactStore
 from sgtui.core.logs.failures import failure, names_a_flag_conflict
 from sgtui.core.logs.prefix import LINE_CAP
@@ -30,7 +31,6 @@ _STEP_OF_CLASS = {
     "cuda_graph_failed": "capturing_graphs",
     "memory_unbalanced": "distributed_init",  # the last check of ModelRunner.init_torch_distributed
 }
-_OWN_WORDS = ("exception", "message", "source", "frame", "context")  # what one exception of a chain said
 # A record of another logger with no SGLang prefix: Python's bare `logging` format ("INFO: ...", uvicorn's
 # "INFO:     ...") or vLLM-style "INFO 02-17 02:35:21 ...": never the text of an exception's message.
 _LEVEL_RECORD = re.compile(r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::| +\d\d-\d\d )")
@@ -77,6 +77,7 @@ class FailureLog:
         )
         self._message_lines = 0
         self._blank_lines = 0
+        self.absorbed_line = 0  # a line continue_message joined that is a signal of the same class itself
 
     def signal(
         self,
@@ -94,6 +95,8 @@ class FailureLog:
         if values.get("health_check"):
             self.unhealthy = (n, time, ranks, body)  # a hang only if nothing ran after it (at_end)
             return
+        if n == self.absorbed_line:
+            return  # joined to the message it continues (continue_message)
         if STOPPED in state.notes and (
             strength in ("death", "generic", "weak") or values.get("crash") or error_class == "nccl"
         ):
@@ -178,39 +181,12 @@ class FailureLog:
         self.message_of = None
 
     def _merge_chain(self, first: int, last: int) -> int:
-        """One exception chain is one error event: Python prints last the exception that propagated (SGLang's
-        own error, raised while handling a library's); it is quoted, the earlier ones are kept as context. A
-        known class of the earlier ones holds when the last is of no known class."""
-        signals = self.state.signals
-        earlier, final = signals[first], signals[last]
-        if self.while_handling and final.error_class is None and _is_fault(earlier):
-            # "During handling of the above exception, another exception occurred": a CUDA fault or a dead
-            # peer, then a cleanup step that failed because of it ("CUDA-capable device(s) is/are busy or
-            # unavailable" while restoring a stream): the fault is what went wrong
-            earlier, final = final, earlier
-        known = final.error_class is not None or earlier.error_class is None
-        context = list(earlier.values.get("context", ()))
-        if earlier.text[:300] not in context:  # a library may raise the same error twice in one chain
-            context.append(earlier.text[:300])
-        kept = {k: v for k, v in earlier.values.items() if k not in _OWN_WORDS}
-        values = {**kept, **final.values, "context": context}
-        merged = replace(
-            final,
-            rank=final.rank or earlier.rank,
-            error_class=final.error_class if known else earlier.error_class,
-            strength=final.strength if known else earlier.strength,
-            order=min(earlier.order, final.order),
-            phase=final.phase if final.phase != "starting" else earlier.phase,
-            values=values,
-        )
-        signals[first] = merged
-        del signals[last]
+        merge_chain(self.state, first, last, self.while_handling)
         if self.crash == last:
             self.crash = first
-        self.state.invalidate()
         return first
 
-    def continue_message(self, body: str, time: str | None, ranks: tuple[str, ...]) -> bool:
+    def continue_message(self, body: str, time: str | None, ranks: tuple[str, ...], n: int = 0) -> bool:
         """A line after an exception's own line that carries on its message (`ImportError:` then the text on
         the next lines, a message with line breaks): joined to the quoted text (True). A logged record, a
         traceback, a line that is a signal of its own, two blank lines or the cap end the message."""
@@ -232,11 +208,15 @@ class FailureLog:
             or stripped.startswith(('File "', "Traceback (most recent call last)", "# ", *CHAIN_MARKERS))
             or _LEVEL_RECORD.match(stripped) is not None
             or stripped.startswith(_NEXT_STEP)
-            or _is_signal(stripped)
         ):
             self.message_of = None
             return False
         signal = self.state.signals[index]
+        found = failure(stripped)
+        absorbed = found is not None and found[0] is not None and found[0] == signal.error_class
+        if found is not None and (found[0] is not None or found[1] == "death") and not absorbed:
+            self.message_of = None  # a failure of its own, not this message's text
+            return False
         if len(signal.text) >= _MESSAGE_CHARS:
             self.message_of = None
             return False
@@ -244,6 +224,13 @@ class FailureLog:
         sep = "" if signal.text.endswith(" ") else " "
         text = (signal.text + sep + stripped)[:_MESSAGE_CHARS]
         values = signal.values
+        if absorbed and found is not None:
+            # the same error's message wrapped over lines ("... under\n--mem-fraction-static=0.94. Raise
+            # ..."): one error, its values from every line; the line's own signal is not recorded again
+            self.absorbed_line = n
+            values = {**found[2], **values}
+            if "mem_fraction_static" in found[2]:
+                self.store.set("mem_fraction_static", found[2]["mem_fraction_static"], FROM_ERROR)
         if "message" in values:
             message = values["message"]
             values = {**values, "message": (message + " " + stripped if message else stripped)[:300]}
@@ -339,12 +326,6 @@ class FailureLog:
             self.signal((None, "death", {"trailing": True}), generic[0], generic[1], (), "(end of log)", out)
 
 
-def _is_fault(signal: Signal) -> bool:
-    """A CUDA fault, a fatal signal or a distributed failure: what a later exception in the same chain follows
-    from, not what it explains."""
-    return bool(signal.values.get("crash")) or signal.error_class == "nccl"
-
-
 def _step_of(error_class: str | None, values: dict[str, Any]) -> str | None:
     """The startup step a failure's own words place it in (None: they do not say)."""
     if values.get("comm_init"):
@@ -359,12 +340,6 @@ def _at_least(phase: str, step: str | None) -> str:
     if step is None or phase not in PHASES or PHASES.index(phase) >= PHASES.index(step):
         return phase
     return step
-
-
-def _is_signal(line: str) -> bool:
-    """A line some rule reads as a failure of its own (a known class or a death), not a message's text."""
-    found = failure(line)
-    return found is not None and (found[0] is not None or found[1] == "death")
 
 
 _BATCH_NUMBERS = re.compile(r"#(new-token|cached-token|running-req|queue-req|new-seq): (\d+)")
