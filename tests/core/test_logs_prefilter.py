@@ -10,7 +10,7 @@ from sgtui.core.logs import classify_text
 from sgtui.core.logs.prefilter import ANCHORS, may_matter
 
 LOGS = Path(__file__).resolve().parents[2] / "sgtui" / "core" / "logs"
-RULE_FILES = ("milestones.py", "info.py", "failures.py", "distributed.py", "classifier.py")
+RULE_FILES = ("milestones.py", "info.py", "failures.py", "crashes.py", "distributed.py", "classifier.py")
 LINE_NAMES = ("body", "lowered", "raw", "stripped", "segment", "line", "text")
 
 # needles tested only next to an anchored one (`"graph begin" in body and "Capture" in body`), or before the
@@ -53,6 +53,8 @@ SECONDARY = {
     "][": "line hygiene",
     "s/it][": "line hygiene",
     "SIGTERM received": "the stop check, before the prefilter",
+    "Gracefully exiting": "the stop check, before the prefilter",
+    "To allow overriding": "with User-specified context_length",
 }
 
 

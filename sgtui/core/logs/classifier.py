@@ -118,9 +118,9 @@ class LogClassifier:
         self._flush(events)
         if not self._finished:
             self._finished = True
-            self.failures.at_end(
-                self._last_record_line, self.phases.last_milestone_line, events, self.last_activity
-            )
+            # an SGLang record after a failed health check says the server went on (a busy one misses a probe)
+            activity = max(self.last_activity, self._last_record_line)
+            self.failures.at_end(self._last_record_line, self.phases.last_milestone_line, events, activity)
             if not self.batches_seen:  # a server running batches is past its startup
                 self.gaps.at_end(self.state, self.line_count)
         return events
@@ -276,11 +276,17 @@ class LogClassifier:
         if (first == "D" or first == "T") and body.startswith(CHAIN_MARKERS):
             self.failures.chain_marker(body)
             return
-        if "SIGTERM received" in body or body.startswith("KeyboardInterrupt") or termed_child(body):
+        if (
+            "SIGTERM received" in body
+            or body.startswith("KeyboardInterrupt")
+            or "Gracefully exiting" in body
+            or termed_child(body)
+        ):
             # "SIGTERM received. signum=15 ... Draining requests and shutting down..." (sgtui's own stop, a
             # container stop), Ctrl+C, or a TERM sent to the whole process group ("Subprocess scheduler_0
-            # (pid=N) crashed with exit code -15", sglang/srt/utils/watchdog.py): the tracebacks and deaths of
-            # the shutdown that follows are expected.
+            # (pid=N) crashed with exit code -15", sglang/srt/utils/watchdog.py), or the drain of a stop
+            # ("Gracefully exiting... Remaining number of requests 0.", tokenizer_manager.sigterm_watchdog):
+            # the tracebacks and deaths of the shutdown that follows are expected.
             self.state.notes.add(STOPPED)
             return
         if not tail and not may_matter(body, first):

@@ -79,6 +79,7 @@ _STORE_LOST = (
     "sendBytes failed",
     "Connection reset",
     "Broken pipe",
+    "timed out after",  # socket.cpp waitForInput: "socket ... timed out after 1800000ms"
 )
 
 
@@ -91,8 +92,8 @@ def distributed_failure(body: str) -> tuple[str, str, dict[str, Any]] | None:
         if "NCCL INFO" in body:
             # ncclCommInitRank's error unwinding (init.cc/bootstrap.cc returning a non-zero ncclResult_t):
             # the communicator was not created, whatever the WARN before it said
-            if NCCL_INIT_FAILED.search(body):
-                return "nccl", "cause", {**_values(body), "comm_init": True}
+            if NCCL_INIT_FAILED.search(body):  # weak: fatal only if the launch went no further (signals.py)
+                return "nccl", "weak", {**_values(body), "comm_init": True, "init_chain": True}
             return None
         if any(needle in body for needle in _WATCHDOG_FATAL):
             return "nccl", "fatal", _values(body)

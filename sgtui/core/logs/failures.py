@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sgtui.core.logs.crashes import crash_values
 from sgtui.core.logs.distributed import distributed_failure
 from sgtui.core.logs.rules import CAPTURE_FAILED, SUMMARY_PAIR, num
 from sgtui.core.logs.traceback import exception_line
@@ -84,7 +85,8 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         if "memory allocation failed with OOM" in body:
             # PyTorch's CUDACachingAllocator warning before the OutOfMemoryError: "memory allocation failed
             # with OOM on device 0 while trying to allocate 4340000000 bytes (free: 3779..., total: 287...)"
-            return "cuda_oom", "cause", allocator_oom_values(body)
+            # (the allocator then frees its cache and retries: only a death after it makes it the cause)
+            return "cuda_oom", "weak", allocator_oom_values(body)
         if "Not enough memory" in body or "Not enought memory" in body:
             m = _NOT_ENOUGH.search(body)
             values = {"mem_fraction_static": num(m.group(1))} if m and m.group(1) else {}
@@ -150,9 +152,12 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     if "not compatible with radix cache" in body:
         m = _INCOMPATIBLE.search(body)
         return "incompatible_flags", "fatal", {"conflict": "radix_cache", "arch": m.group(1) if m else None}
-    if "User-specified context_length" in body and "Warning: User-specified" not in body:
-        # model_config.py raises it only with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN off (default on since
-        # 0.4): the default logs "Warning: User-specified ..." and goes on (every EAGLE draft model prints it)
+    if "User-specified context_length" in body and (
+        "To allow overriding" in body or "Error:" in body[:60] or "Warning: User-specified" not in body
+    ):
+        # model_config.py raises it when SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is off (0.5.x's default;
+        # the message then says "To allow overriding this maximum, set the env var ..."); with it on (0.4's
+        # default) it logs "Warning: User-specified ..." and goes on (every EAGLE draft model printed it)
         m = _CONTEXT_TOO_LONG.search(body)
         values = {"requested": int(m.group(1)), "derived": int(m.group(2))} if m else {}
         return "bad_arguments", "fatal", {"flag": "--context-length", **values}
@@ -208,7 +213,7 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         # a kernel library's CHECK macro: `fprintf(stderr, "CUDA error (%s:%d): %s\n", ...); exit(1)`
         # (FlashMLA's csrc/utils.h, CUTLASS's): the process exits with no Python traceback, only this line
         return "other", "fatal", {"native_check": True, "message": body.split("): ", 1)[-1][:300]}
-    if body.startswith("HTTPConnectionPool(") and ("Read timed out" in body or "url: /generate" in body):
+    if body.startswith("HTTPConnectionPool(") and "Read timed out" in body:
         # 0.1.x-0.2.x server.py `_wait_and_warmup`: the warm-up request failed, printed bare (`print(e)`)
         return "other", "cause", {"warmup": True}
     if "reached monitoredBarrier" in body and "received errors" in body:
@@ -243,87 +248,13 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
         return None, "death", crash
     if body[:1].isalpha():
         named = exception_line(body, in_traceback=False)
+        if named is not None and named[0] == "SystemExit" and named[1].strip() in ("", "0"):
+            return None  # a clean exit (`docker stop`: the drain, then sys.exit(0) out of the event loop)
         if named is not None:
             values = {"exception": named[0], "message": named[1]}
             if named[0] == "OutOfResources" or "out of resource" in named[1]:
                 values.update(kernel_resource_values(named[1]))
             return None, "generic", values
-    return None
-
-
-# CUDA_KERNEL_ASSERT's printf: "X.cu:112: f: block: [0,0,0], thread: [0,0,0] Assertion `cond` failed." (the
-# head is enough: a message with back-quotes of its own, or a cut line, still is one)
-_KERNEL_ASSERT = re.compile(
-    r"\.cuh?:\d+: .{0,200}?"
-    r"(?:block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `|Assertion `.{0,300}` failed)"
-)
-# glibc's assert(): "python: /project/lib/Analysis/Allocation.cpp:40: f: Assertion `cond' failed.", then
-# SIGABRT (Triton's compiler, a C++ extension)
-_C_ASSERT = re.compile(r"\.(?:c|cc|cpp|cxx|h|hpp|hh):\d+: .{0,300}?Assertion `.{0,400}' failed")
-_SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
-_CAUGHT = re.compile(r"Caught signal (\d+) \(([^:)]*)")
-_FATAL = re.compile(r"Fatal Python error: (\w[\w ]*)")
-# what a shell, libc or faulthandler prints for the signal -> its name
-_CRASH_WORDS = (
-    ("Segmentation fault", "SIGSEGV"),
-    ("Segfault encountered", "SIGSEGV"),
-    ("Bus error", "SIGBUS"),
-    ("Illegal instruction", "SIGILL"),
-    ("Floating point exception", "SIGFPE"),
-    ("Aborted", "SIGABRT"),
-)
-
-
-def crash_values(body: str) -> dict[str, Any] | None:
-    """A fatal signal or a CUDA fault the process cannot survive: `Fatal Python error: Segmentation fault`,
-    UCX's `Caught signal 11 (Segmentation fault: ...)`, a shell's `Aborted (core dumped)`, `an illegal memory
-    access was encountered`; None for anything else."""
-    if "illegal" in body and ("illegal memory access" in body or "illegal instruction was" in body):
-        kind = "illegal_address" if "memory access" in body else "illegal_instruction"
-        return {"crash": True, "signal": None, "cuda_fault": kind}
-    if "cudaErrorIllegalAddress" in body or "Cuda failure 700" in body:
-        return {"crash": True, "signal": None, "cuda_fault": "illegal_address"}
-    # a kernel's own check failed: ATen prints one line per failing thread ("Indexing.cu:1478:
-    # indexSelectSmallIndex: block: [49,0,0], thread: [127,0,0] Assertion `srcIndex < srcSelectDimSize`
-    # failed."), then CUDA reports "device-side assert triggered" (cudaErrorAssert, 710) at the next call
-    if ("device-side assert triggered" in body or "cudaErrorAssert" in body) or (
-        "Assertion `" in body and _KERNEL_ASSERT.search(body)
-    ):
-        return {"crash": True, "signal": None, "cuda_fault": "device_assert"}
-    if "Assertion `" in body and _C_ASSERT.search(body):
-        return {"crash": True, "signal": "SIGABRT", "what": body.strip()[:160]}
-    if "Fatal Python error" in body:
-        m = _FATAL.search(body)
-        what = m.group(1).strip() if m else ""
-        return {"crash": True, "signal": _signal_for(what), "what": what}
-    if "Caught signal" in body:
-        m = _CAUGHT.search(body)
-        if m:
-            return {
-                "crash": True,
-                "signal": _SIGNAL_NAMES.get(int(m.group(1)), f"signal {m.group(1)}"),
-                "what": m.group(2).strip(),
-            }
-    if "core dumped" in body or "Segmentation fault" in body or "Segfault encountered" in body:
-        return {"crash": True, "signal": _signal_for(body), "what": body.strip()[:120]}
-    if ("Bus error" in body or "Aborted" in body or "Illegal instruction" in body) and _SHELL_CRASH.search(
-        body
-    ):
-        return {"crash": True, "signal": _signal_for(body), "what": body.strip()[:120]}
-    return None
-
-
-# a shell's report of a child killed by a signal: "bash: line 1: 4242 Aborted   python3 -m ...", "Aborted"
-# (bash pads the signal name with spaces before the command; "Aborted by AbortReq." is SGLang's own words)
-_SHELL_CRASH = re.compile(
-    r"(?:^|\d+\s+)(?:Bus error|Aborted|Illegal instruction)(?:\s*\(core dumped\)|\s{2,}|\s*$)"
-)
-
-
-def _signal_for(text: str) -> str | None:
-    for word, name in _CRASH_WORDS:
-        if word in text:
-            return name
     return None
 
 

@@ -72,9 +72,10 @@ class FailureLog:
         self.chained: int | None = None  # that signal, once Python said another exception follows from it
         self.while_handling = False  # Python's words were "During handling ...", not "... the direct cause"
         self.message_of: int | None = None  # the signal whose message may go on over the next lines
-        self.unhealthy: tuple[int, str | None, tuple[str, ...], str] | None = (
-            None  # the last failed health check
-        )
+        # the last failed health check (line, time, ranks, text): a hang if nothing ran after it
+        self.unhealthy: tuple[int, str | None, tuple[str, ...], str] | None = None
+        # NCCL's first init error chain (line, time, ranks, text, values): fatal if nothing came after it
+        self.comm_failed: tuple[int, str | None, tuple[str, ...], str, dict[str, Any]] | None = None
         self._message_lines = 0
         self._blank_lines = 0
         self.absorbed_line = 0  # a line continue_message joined that is a signal of the same class itself
@@ -95,6 +96,8 @@ class FailureLog:
         if values.get("health_check"):
             self.unhealthy = (n, time, ranks, body)  # a hang only if nothing ran after it (at_end)
             return
+        if values.get("init_chain") and self.comm_failed is None:
+            self.comm_failed = (n, time, ranks, body, values)  # fatal if the launch went no further (at_end)
         if n == self.absorbed_line:
             return  # joined to the message it continues (continue_message)
         if STOPPED in state.notes and (
@@ -265,11 +268,14 @@ class FailureLog:
         (other ranks' milestones may interleave with its lines), then the milestones of its own rank, or, for
         a line of no known rank, of the slowest rank (the others wait on it: a launch fails where its last
         rank is); after ready, the server was serving requests."""
+        state = self.state
         if self._in_trace(n):
             from_frames = self.trace.phase()
-            if from_frames is not None:
-                return from_frames
-        state = self.state
+            weak = self.trace.hint_weak and from_frames == self.trace.hint
+            if from_frames is not None and not (
+                weak and PHASES.index(from_frames) < PHASES.index(state.reached)
+            ):
+                return from_frames  # (a helper's or a layer's frame never takes the phase back)
         reached = state.slowest
         own = state.rank_phase.get(" ".join(ranks)) if ranks else None
         if own is not None and own > PHASES.index(reached):
@@ -296,10 +302,21 @@ class FailureLog:
         check that no batch or answered request followed (`last_activity`) is a server that hung."""
         state, trace = self.state, self.trace
         hung = self.unhealthy
-        if hung is not None and hung[0] > max(last_activity, last_milestone_line) and state.error is None:
+        if (
+            hung is not None
+            and hung[0] >= last_activity
+            and hung[0] > last_milestone_line
+            and state.error is None
+        ):
             self.unhealthy = None
             n, time, ranks, body = hung
             self.signal(("stalled", "fatal", {"unhealthy": True}), n, time, ranks, body, out)
+        failed = self.comm_failed
+        if failed is not None and failed[0] > last_milestone_line and state.error is None:
+            # NCCL's error chain out of ncclCommInitRank and nothing after it: the communicator was not made
+            self.comm_failed = None
+            n, time, ranks, body, values = failed
+            self.signal(("nccl", "fatal", {**values, "init_chain": False}), n, time, ranks, body, out)
         opened = trace.open
         if (
             opened is not None
@@ -332,6 +349,8 @@ def _step_of(error_class: str | None, values: dict[str, Any]) -> str | None:
         return "distributed_init"  # NCCL connecting its communicators' peers
     if values.get("after_weights"):
         return "loading_weights"  # load_model's barrier once this rank's weights were in: a peer was not
+    if error_class == "nccl" and not values.get("watchdog"):
+        return "distributed_init"  # no NCCL before its communicators (a collective's timeout: any time)
     return _STEP_OF_CLASS.get(error_class or "")
 
 

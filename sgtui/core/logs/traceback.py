@@ -14,6 +14,8 @@ from collections.abc import Callable
 # tp_worker.exposed_step -> forward_step -> forward_decode_batch / forward_fill_batch).
 _SERVING_FUNCS = (
     "event_loop",
+    "run_event_loop",  # 2026: run_scheduler_process -> run_event_loop -> dispatch_event_loop -> event_loop_*
+    "dispatch_event_loop",
     "run_batch",
     "forward_thread_func",
     "process_batch_result",
@@ -30,9 +32,9 @@ _SERVING_FUNCS = (
 _FORWARD_FUNCS = frozenset(
     {"forward_extend", "forward_decode", "forward_idle", "forward_batch_generation", "forward_split_prefill"}
 )
-# A speculative worker's functions that build it rather than run a batch (anything else in
-# srt/speculative/*worker*.py: draft, verify, forward_draft_extend, _mamba_verify_update, runs on a batch).
-_NOT_A_STEP = ("__init__", "init", "_init", "capture", "_capture", "warmup", "load", "_load", "<module>")
+# A speculative worker's functions that run on a batch (srt/speculative/*worker*.py: draft, verify,
+# forward_batch_speculative_generation, forward_draft_extend, _mamba_verify_update, ...).
+_SPEC_STEPS = ("forward_", "draft", "verify", "_draft", "_verify", "_mamba_verify")
 # Startup steps that run forward passes of their own.
 _STARTUP_FUNCS = frozenset(
     {"kernel_warmup", "_dummy_run", "warmup", "profile_run", "capture", "_capture_graph"}
@@ -52,7 +54,9 @@ _FRAME_HINTS = (
     ("init_cuda_graphs", "capturing_graphs"),
     ("init_device_graphs", "capturing_graphs"),
     ("capture_one_batch_size", "capturing_graphs"),
+    ("_capture_cuda_graph", "capturing_graphs"),  # an attention backend's init_forward_metadata_capture_*
     ("init_memory_pool", "allocating_pools"),
+    ("init_attention_backend", "allocating_pools"),  # after the pools, before the graphs
     (
         "init_lora_manager",
         "allocating_pools",
@@ -95,6 +99,22 @@ def frame_func(line: str) -> str:
     return line[cut + 4 :].strip() if cut >= 0 else ""
 
 
+# Calls that enter a startup step, as a frame's source line shows them (never a file name: a serving
+# frame's `self.graph_runner.replay(` is no capture).
+_STEP_CALLS = (
+    ("init_cuda_graphs(", "capturing_graphs"),
+    ("init_device_graphs(", "capturing_graphs"),
+    ("capture_one_batch_size(", "capturing_graphs"),
+    ("init_attention_backend(", "allocating_pools"),
+    ("init_memory_pool(", "allocating_pools"),
+    ("init_lora_manager(", "allocating_pools"),
+    ("profile_max_num_token(", "allocating_pools"),
+    ("load_model(", "loading_weights"),
+    ("load_weights(", "loading_weights"),
+    ("init_torch_distributed(", "distributed_init"),
+    ("initialize_model_parallel(", "distributed_init"),
+    ("init_distributed_environment(", "distributed_init"),
+)
 # Files that name a step only when no frame above them did: the pools' buffers (mem_cache/memory_pool.py,
 # _npu, _host) are also touched while capturing graphs or serving, so they speak only for an excerpt that
 # starts below init_memory_pool.
@@ -185,6 +205,7 @@ class TraceTracker:
         self.graph_runner = False  # a frame of a graph runner (capture, replay): the graphs themselves failed
         self.modules = 0  # `<module>` frames: the entry script's, then each module it was importing
         self.in_module = False  # the last frame is a module's top level (its source line is an import)
+        self.hint_weak = False  # the hint came from a helper's file or a layer's __init__, not a step's frame
 
     def line(self, body: str, first: str, time: str | None) -> str | None:
         """Take a frame ("frame"), its source line or `^^^` markers ("code"); "thread" for faulthandler's
@@ -204,7 +225,7 @@ class TraceTracker:
                 return "code"
         if first == " " and body.lstrip(" ^~") == "":
             return "code"  # Python 3.11's ^^^^ markers under that source line
-        if first == "r" and body.startswith("raise "):
+        if (first == "r" or first == " ") and body.lstrip(" ").startswith("raise "):
             self.source(body)  # `raise RuntimeError(f"NCCL error: {e}")` is code; the next line is the error
             self.tail = True
             return "code"
@@ -222,6 +243,7 @@ class TraceTracker:
         self.serving = self.forward = self.startup = self.at_exit = self.raised_in_args = False
         self.graph_runner = False
         self.modules = 0
+        self.hint_weak = False
         self.ignored = ignored
 
     def frame(self, body: str) -> None:
@@ -237,7 +259,11 @@ class TraceTracker:
         if "/multiprocessing/" in body or "atexit" in body:
             self.at_exit = True
         func = frame_func(body)
-        if "graph_runner" in self.last_frame or func in _CAPTURE_FUNCS:
+        if (
+            "graph_runner" in self.last_frame
+            or func in _CAPTURE_FUNCS
+            or func.endswith("_capture_cuda_graph")
+        ):
             self.graph_runner = True
         if func.startswith(_SERVING_FUNCS):
             self.serving = True
@@ -245,7 +271,7 @@ class TraceTracker:
             self.forward = True
         elif func in _STARTUP_FUNCS:
             self.startup = True
-        elif "/speculative/" in body and not func.startswith(_NOT_A_STEP):
+        elif "/speculative/" in body and func.startswith(_SPEC_STEPS):
             self.forward = True  # a draft or verify step of a speculative worker: a live batch
         if "graph_runner" in body and func.startswith("replay"):
             self.forward = True  # replaying a captured graph is a decode step while serving
@@ -256,11 +282,13 @@ class TraceTracker:
             return  # a module being imported: `model_loader` in an import chain loaded nothing yet
         hint = frame_hint(body)
         if hint is not None:
-            self.hint = hint
+            self.hint, self.hint_weak = hint, False
         elif self.hint is None:
             self.hint = next((h for needle, h in _WEAK_HINTS if needle in body), None)
-            if self.hint is None and func in _BUILDS_LAYERS and ("/layers/" in body or "/models/" in body):
+            builds = func in _BUILDS_LAYERS and "/layers/attention/" not in body
+            if self.hint is None and builds and ("/layers/" in body or "/models/" in body):
                 self.hint = "loading_weights"  # a model's layers being built: load_model's first half
+            self.hint_weak = self.hint is not None
 
     @property
     def importing(self) -> bool:
@@ -278,12 +306,12 @@ class TraceTracker:
         self.last_source = body.strip()[:200]
         if "event_loop" in body and _CALLS_EVENT_LOOP.search(body):
             self.serving = True  # `scheduler.event_loop_overlap()`: the frame had entered the serving loop
-        elif not self.in_module:
+        elif not self.in_module and "(" in body:
             # the call under the innermost frame names the step it entered (`self.init_cuda_graphs()`,
             # `self.load_model()`): a traceback cut right after it still says where it was
-            hint = frame_hint(body)
+            hint = next((h for call, h in _STEP_CALLS if call in body), None)
             if hint is not None:
-                self.hint = hint
+                self.hint, self.hint_weak = hint, False
 
     def phase(self) -> str | None:
         """The phase the frames put the failure in: serving ("running") before any startup step they name."""

@@ -21,7 +21,7 @@ from sgtui.core.logs.diagnosis.common import (
 # NCCL's bootstrap (`ncclOsSocketPollConnect: connect to 10.0.0.2<58525> returned Connection refused`) and
 # PyTorch's store client (`The client socket has failed to connect to [host]:29500 (errno: 111 ...)`)
 _CONNECT_TO = re.compile(r"connect to \[?([\w.:-]+?)\]?(?:<(\d+)>|:(\d+))?\s+(?:returned|\(errno)")
-_STORE_WAIT_MS = re.compile(r"wait timeout after (\d+)\s*ms")
+_STORE_WAIT_MS = re.compile(r"(?:wait timeout|timed out) after (\d+)\s*ms")
 
 _SHM = Suggestion(
     "--shm-size",
