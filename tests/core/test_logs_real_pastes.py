@@ -326,3 +326,32 @@ def test_an_error_message_wrapped_over_lines_is_one_error_with_all_its_values() 
     assert analysis.error is not None and analysis.error.consequences == ()
     assert "Raise --mem-fraction-static above 0.942" in analysis.error.text
     assert analysis.facts["mem_fraction_static"] == 0.94
+
+
+def test_the_2026_scheduler_loop_names_are_serving() -> None:
+    """run_scheduler_process -> run_event_loop -> dispatch_event_loop -> event_loop_*: a segfault dump."""
+    assert _error("writeup-amd-pd-segfault-run-event-loop.log")[1] == "running"
+
+
+def test_an_attention_backends_capture_metadata_is_graph_capture() -> None:
+    """init_forward_metadata_capture_cuda_graph runs only while capturing; its assert is a capture failure."""
+    assert _error("minicpm-sala-attention-backend-capture-assert.log")[:2] == (
+        "cuda_graph_failed",
+        "capturing_graphs",
+    )
+
+
+def test_an_indented_raise_line_is_code_not_the_error() -> None:
+    """`    raise RuntimeError(f"NCCL error: ...")` behind a collector's stamp: the next line is the error."""
+    analysis = _explain("writeup-amd-pd-indented-raise-nccl.log")
+    assert analysis.error is not None and analysis.error.text.startswith("RuntimeError: NCCL error")
+
+
+def test_a_docker_stop_with_its_drain_and_a_clean_systemexit_is_no_failure() -> None:
+    """ "Gracefully exiting... Remaining number of requests 0." then `SystemExit: 0` out of the event loop."""
+    assert _explain("worklog-docker-stop-drain-systemexit.log").outcome != "failed"
+
+
+def test_c10ds_wait_for_input_timeout_is_a_rendezvous_failure() -> None:
+    """ "[c10d] waitForInput: socket ... timed out after 1800000ms" after 30 minutes in distributed init."""
+    assert _error("sglang-7478-c10d-wait-for-input-timeout.log")[:2] == ("nccl", "distributed_init")
