@@ -55,6 +55,7 @@ SECONDARY = {
     "SIGTERM received": "the stop check, before the prefilter",
     "Gracefully exiting": "the stop check, before the prefilter",
     "To allow overriding": "with User-specified context_length",
+    "warmup error": "with Initialization failed",
 }
 
 

@@ -355,3 +355,19 @@ def test_a_docker_stop_with_its_drain_and_a_clean_systemexit_is_no_failure() -> 
 def test_c10ds_wait_for_input_timeout_is_a_rendezvous_failure() -> None:
     """ "[c10d] waitForInput: socket ... timed out after 1800000ms" after 30 minutes in distributed init."""
     assert _error("sglang-7478-c10d-wait-for-input-timeout.log")[:2] == ("nccl", "distributed_init")
+
+
+def test_a_failed_warm_up_is_placed_at_the_http_server_step() -> None:
+    """ "Initialization failed. warmup error: ..." (http_server._wait_and_warmup, 0.3 on)."""
+    assert _error("sglang-2193-initialization-failed-warmup-error.log")[1] == "serving"
+
+
+def test_a_paste_with_an_editors_line_numbers_keeps_its_records_and_frames() -> None:
+    """vim's `:set number`: "16433 [2026-07-23 ... DP2 TP2 EP2] Scheduler hit an exception" and "16434   File
+    ..." frames through run_event_loop."""
+    assert _error("sglang-32182-vim-line-numbers.log")[1] == "running"
+
+
+def test_the_asked_max_total_tokens_is_read_from_the_profiled_value_warning() -> None:
+    facts = _explain("ktransformers-1757-max-total-tokens-over-profiled.log").facts
+    assert facts["max_total_tokens_arg"] == 100000

@@ -203,6 +203,10 @@ def failure(body: str) -> tuple[str | None, str, dict[str, Any]] | None:
     if " hit an exception" in body:
         return None, "death", {"exception": True}
     if "Initialization failed" in body:
+        if "warmup error" in body:
+            # http_server._wait_and_warmup (0.3.x on): "Initialization failed. warmup error: ..." then it
+            # kills the server: the warm-up request failed (the cause, when any, is above or in its text)
+            return None, "death", {"warmup": True}
         return None, "death", {}
     if "Health check failed" in body:
         # http_server.health_generate: no token from the detokenizer for HEALTH_CHECK_TIMEOUT (20 s) after a

@@ -106,6 +106,9 @@ def info_line(
             # "max_total_tokens=131072 is larger than the profiled value -561981": a negative profile
             # means the weights left the pools nothing; the launch dies of it unless it still comes up.
             c.fact("profiled_max_total_num_tokens", int(m.group(1)), FROM_RUNTIME)
+            asked = rules.MAX_TOTAL_ASKED.search(body)
+            if asked:  # the run's --max-total-tokens, when no server_args dump said it
+                c.fact("max_total_tokens_arg", int(asked.group(1)), FROM_RUNTIME)
             if int(m.group(1)) <= 0:
                 found = ("not_enough_memory", "weak", {"profiled": int(m.group(1))})
                 c.failures.signal(found, n, time, ranks, body, events)

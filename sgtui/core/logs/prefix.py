@@ -147,6 +147,9 @@ _PIPE_LOGGING = re.compile(
 _PLAIN_STAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) ")
 # `srun --label` (Slurm, multi-node launches): "0: " / "12: " before each task's line.
 _SRUN_LABEL = re.compile(r"\d{1,5}: ")
+# An editor's line numbers (`:set number`, `cat -n`, `nl`): "16433 [2026-07-23 ... TP2] ..." and
+# "16434   File ..." (a number, then the line: an SGLang record, an indented frame, a traceback's words).
+_LINE_NUMBER = re.compile(r"\d{1,7}(?: |\t)(?=\[|\s{2}|Traceback|During handling|The above exception)")
 # Ray's worker prefix (verl and other RL stacks run SGLang inside Ray actors): "(WorkerDict pid=616, ip=..) ".
 _RAY = re.compile(r"\([\w.:-]+ pid=\d+(?:, ip=[\w.:-]+)?\) ")
 
@@ -185,6 +188,9 @@ def collector_prefix(line: str) -> tuple[str | None, str] | None:
         if m is not None:
             return m.group(1), line[m.end() :]
         m = _SRUN_LABEL.match(line)
+        if m is not None:
+            return None, line[m.end() :]
+        m = _LINE_NUMBER.match(line)
         if m is not None:
             return None, line[m.end() :]
     if line.startswith(_MONTHS) or "]: " in line[:120]:

@@ -55,6 +55,7 @@ UVICORN = re.compile(r"Uvicorn running on (?:(https?)://)?\[?([^\]\s]+?)\]?:(\d+
 SHARDS = re.compile(r"(\d+)%\s*Completed\s*\|\s*(\d+)/(\d+)")
 TQDM = re.compile(r"(\d+)%\|[^|]*\|\s*(\d+)/(\d+)")
 CAPTURING = re.compile(r"Capturing batches \((?:bs=(\d+)\s*)?(?:avail_mem=" + _NUM + r" ?GB)?")
+MAX_TOTAL_ASKED = re.compile(r"max_total_tokens=(\d+) is larger than the profiled value")
 PROFILED = re.compile(r"larger than the profiled value (-?\d+)")
 MRR_RESET = re.compile(r"Max running requests is reset to (\d+)")
 MRR_CAPPED = re.compile(r"max_running_requests is capped to (\d+)")

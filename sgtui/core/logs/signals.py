@@ -347,6 +347,8 @@ def _step_of(error_class: str | None, values: dict[str, Any]) -> str | None:
     """The startup step a failure's own words place it in (None: they do not say)."""
     if values.get("comm_init"):
         return "distributed_init"  # NCCL connecting its communicators' peers
+    if values.get("warmup"):
+        return "serving"  # the warm-up request goes out once the HTTP server is up
     if values.get("after_weights"):
         return "loading_weights"  # load_model's barrier once this rank's weights were in: a peer was not
     if error_class == "nccl" and not values.get("watchdog"):
