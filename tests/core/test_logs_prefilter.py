@@ -56,6 +56,9 @@ SECONDARY = {
     "Gracefully exiting": "the stop check, before the prefilter",
     "To allow overriding": "with User-specified context_length",
     "warmup error": "with Initialization failed",
+    "started": "with ummy health check server",
+    "Starting": "with ummy health check server",
+    "scheduled": "with ummy health check server",
 }
 
 

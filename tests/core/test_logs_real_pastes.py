@@ -371,3 +371,14 @@ def test_a_paste_with_an_editors_line_numbers_keeps_its_records_and_frames() -> 
 def test_the_asked_max_total_tokens_is_read_from_the_profiled_value_warning() -> None:
     facts = _explain("ktransformers-1757-max-total-tokens-over-profiled.log").facts
     assert facts["max_total_tokens_arg"] == 100000
+
+
+def test_a_worker_node_is_ready_when_its_dummy_health_server_starts() -> None:
+    """node_rank >= 1 never starts Uvicorn nor prints "ready to roll": engine.py starts a dummy /health
+    server once its schedulers are up ("Dummy health check server started in background thread at ...")."""
+    assert _explain("note-pd-worker-node-dummy-health-server.log").outcome == "ready"
+
+
+def test_free_memory_at_graph_capture_is_the_minimum_over_ranks() -> None:
+    facts = _explain("report-kimi-rocm-graph-capture-ranks.log").facts
+    assert facts["cuda_graph_begin_avail_gib"] == 45.01

@@ -16,7 +16,13 @@ FROM_COMMAND, FROM_ERROR, FROM_ARGS, FROM_RUNTIME, FROM_SUMMARY = range(5)
 
 # Free memory per GPU as each rank measured it: the pools are sized from the smallest (see DESIGN.md).
 MIN_OVER_RANKS = frozenset(
-    {"load_weight_begin_avail_gib", "avail_mem_after_weights_gib", "memory_pool_end_avail_gib"}
+    {
+        "load_weight_begin_avail_gib",
+        "avail_mem_after_weights_gib",
+        "memory_pool_end_avail_gib",
+        "cuda_graph_begin_avail_gib",
+        "cuda_graph_end_avail_gib",
+    }
 )
 _MAX_RANKS_KEPT = 1024
 

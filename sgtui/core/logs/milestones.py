@@ -181,6 +181,15 @@ def milestone_line(
     if "fired up and ready to roll" in body:
         c.phases.milestone("ready", n, time, ranks, {}, body, events)
         return True
+    if "ummy health check server" in body and (
+        "started" in body or "Starting" in body or "scheduled" in body
+    ):
+        # a node of a multi-node launch with node_rank >= 1 never starts Uvicorn nor prints the banner: once
+        # its schedulers are up it serves /health from a dummy server (engine.py ->
+        # launch_dummy_health_check_server: "Dummy health check server started in background thread at ...";
+        # to 0.4.x "Starting dummy health check server at ..." / "... scheduled on existing loop at ...")
+        c.phases.milestone("ready", n, time, ranks, {"worker_node": True}, body, events)
+        return True
     return False
 
 

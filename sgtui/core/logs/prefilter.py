@@ -36,6 +36,7 @@ ANCHORS: tuple[str, ...] = (
     "otal_num_token",
     "Uvicorn",
     "fired up",
+    "ummy health check server",
     # progress bars
     "shards",
     "Capturing",
