@@ -50,6 +50,8 @@ SECONDARY = {
     "\r": "line hygiene",
     "\x1b": "line hygiene",
     "it/s][": "line hygiene",
+    "it/s]": "line hygiene",
+    "s/it]": "line hygiene",
     "][": "line hygiene",
     "s/it][": "line hygiene",
     "SIGTERM received": "the stop check, before the prefilter",

@@ -382,3 +382,22 @@ def test_a_worker_node_is_ready_when_its_dummy_health_server_starts() -> None:
 def test_free_memory_at_graph_capture_is_the_minimum_over_ranks() -> None:
     facts = _explain("report-kimi-rocm-graph-capture-ranks.log").facts
     assert facts["cuda_graph_begin_avail_gib"] == 45.01
+
+
+def test_a_crash_written_onto_a_progress_bar_and_its_thread_dump() -> None:
+    """ "...4.59s/it]Fatal Python error: Segmentation fault", then faulthandler prints other threads' stacks
+    before the crashing one ("Current thread 0x..."): only its frames (graph capture) say where."""
+    analysis = _explain("sglang-7847-bar-then-segfault-thread-dump.log")
+    assert analysis.error is not None
+    assert (analysis.error.error_class, analysis.error.phase) == ("cuda_graph_failed", "capturing_graphs")
+
+
+def test_a_warm_up_failure_is_the_http_servers_step_whatever_traffic_came_before() -> None:
+    """A client's requests before ready (a busy prefill) do not make the warm-up's failure a serving one."""
+    analysis = _explain("sglang-16855-busy-prefill-then-warmup-failure.log")
+    assert analysis.error is not None and analysis.error.phase == "serving"
+
+
+def test_a_failed_warm_up_cut_before_its_cause_is_no_child_failure() -> None:
+    """The HTTP server kills its own tree after the warm-up fails (kill_process_tree(os.getpid()))."""
+    assert _error("sglang-2193-initialization-failed-warmup-error.log")[0] == "other"

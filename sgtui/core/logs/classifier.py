@@ -212,11 +212,13 @@ class LogClassifier:
             raw = last_segment(raw)
         if "\x1b" in raw:
             raw = strip_ansi(raw)
-        if "][" in raw and ("it/s][" in raw or "s/it][" in raw):
-            # a tqdm bar left unterminated, then a log record written onto the same line
-            cut = max(raw.find("it/s]["), raw.find("s/it][")) + 5
-            self._record(raw[:cut], n, events)
-            raw = raw[cut:]
+        if "it/s]" in raw or "s/it]" in raw:
+            # a tqdm bar left unterminated, then a log record written onto the same line ("...it/s][2025-...
+            # TP0] Load weight end", "...it/s]Fatal Python error: Segmentation fault")
+            cut = max(raw.rfind("it/s]"), raw.rfind("s/it]")) + 5
+            if raw[cut:].strip():
+                self._record(raw[:cut], n, events)
+                raw = raw[cut:]
         self._record(raw, n, events)
 
     def _record(self, line: str, n: int, events: list[LogEvent]) -> None:
@@ -270,7 +272,7 @@ class LogClassifier:
         if first == "#":
             comment(self, body)
             return
-        if (first in " FrT" or self.trace.after_frame) and self._traceback_line(body, first, time):
+        if (first in " FrTC" or self.trace.after_frame) and self._traceback_line(body, first, time):
             return
         tail, self.trace.tail = self.trace.tail, False
         if (first == "D" or first == "T") and body.startswith(CHAIN_MARKERS):
@@ -320,7 +322,12 @@ class LogClassifier:
         kind = self.trace.line(body, first, time)
         if (kind == "frame" or kind == "code") and self.failures.crash is not None:
             self.failures.update_crash_phase()
+        elif kind == "current" and self.failures.crash is None:
+            self.failures.crash = self.failures.paused_crash  # the crashing thread's stack follows
+            return True
         elif kind == "thread":  # faulthandler's other threads: only the current thread's stack says where
+            if self.failures.crash is not None:
+                self.failures.paused_crash = self.failures.crash
             self.failures.crash = None
             return False
         return kind is not None

@@ -198,7 +198,10 @@ def _resolve(state: StartupState) -> ErrorInfo | None:
             return ErrorInfo("other", line, text, phase, time, {"crash": True, "signal": signal})
         if death is None:
             return ErrorInfo("child_failed", 0, f"process exited with code {state.exit_code}", _phase(state))
-        return ErrorInfo("child_failed", death.line, death.text, death.phase, death.time, death.values)
+        # a failed warm-up is the HTTP server's own process killing its tree (http_server._wait_and_warmup:
+        # kill_process_tree(os.getpid())): no child died first, its cause is the warm-up request's error
+        error_class = "other" if death.values.get("warmup") else "child_failed"
+        return ErrorInfo(error_class, death.line, death.text, death.phase, death.time, death.values)
     return ErrorInfo(
         chosen.error_class or "other",
         chosen.line,

@@ -68,6 +68,7 @@ class FailureLog:
         self.last_message_line = 0  # the last line that said what went wrong (not just that something died)
         self.last_batch = last_batch  # the last "Prefill batch" line seen (number, text), if any
         self.crash: int | None = None  # index of a signal whose stack dump or traceback follows it
+        self.paused_crash: int | None = None  # that signal while faulthandler prints other threads' stacks
         self.trace_end: int | None = None  # index of the signal an exception line ending a traceback gave
         self.chained: int | None = None  # that signal, once Python said another exception follows from it
         self.while_handling = False  # Python's words were "During handling ...", not "... the direct cause"
@@ -79,6 +80,7 @@ class FailureLog:
         self._message_lines = 0
         self._blank_lines = 0
         self.absorbed_line = 0  # a line continue_message joined that is a signal of the same class itself
+        self.warmup_trace: int | None = None  # the line of a failed warm-up's header whose traceback follows
 
     def signal(
         self,
@@ -119,6 +121,10 @@ class FailureLog:
         if strength != "death" or values.get("cuda_fault"):
             self.last_message_line = n  # a CUDA fault's own line says what went wrong, as an exception does
         phase = _at_least(self.phase_now(n, ranks), _step_of(error_class, values))
+        if "ready" not in state.milestones and (values.get("warmup") or self._in_warmup(n)):
+            phase = "serving"  # the warm-up request: before the server says ready, whatever traffic showed
+            if values.get("warmup") and trace.started == n:
+                self.warmup_trace = n  # "Initialization failed. warmup error: Traceback ...": its frames
         if values.get("during_batch") and phase == "starting" and not state.milestones:
             phase = "running"  # a batch in flight, in a tail that shows no startup step
 
@@ -240,6 +246,9 @@ class FailureLog:
         self.state.signals[index] = replace(signal, text=text, values=values)
         self.state.invalidate()
         return True
+
+    def _in_warmup(self, n: int) -> bool:
+        return self.warmup_trace is not None and self.trace.started == self.warmup_trace and self._in_trace(n)
 
     def _argument_check(self, values: dict[str, Any]) -> bool:
         """SGLang's argument code raised it: a check of the flags (ValueError, an assert). Not a traceback cut

@@ -216,6 +216,13 @@ class TraceTracker:
             self.frame(body)
             self.tail = True
             return "frame"
+        if first == "T" and body.startswith("Thread 0x"):
+            self.after_frame = False
+            return "thread"  # (faulthandler's frames have no source lines: a header may follow a frame)
+        if first == "C" and body.startswith("Current thread 0x"):
+            self.after_frame = False
+            self.restart_frames()  # faulthandler's crashing thread: only its frames say where
+            return "current"
         if self.after_frame:
             self.after_frame = False
             # the frame's source: indented, or (indentation lost in a paste) anything but the exception line
@@ -229,8 +236,6 @@ class TraceTracker:
             self.source(body)  # `raise RuntimeError(f"NCCL error: {e}")` is code; the next line is the error
             self.tail = True
             return "code"
-        if first == "T" and body.startswith("Thread 0x"):
-            return "thread"
         return None
 
     def start(self, n: int, time: str | None, ignored: bool) -> None:
@@ -289,6 +294,12 @@ class TraceTracker:
             if self.hint is None and builds and ("/layers/" in body or "/models/" in body):
                 self.hint = "loading_weights"  # a model's layers being built: load_model's first half
             self.hint_weak = self.hint is not None
+
+    def restart_frames(self) -> None:
+        """Forget what earlier frames said (another thread's stack in a faulthandler dump)."""
+        self.frames = self.modules = 0
+        self.hint = None
+        self.serving = self.forward = self.startup = self.graph_runner = self.hint_weak = False
 
     @property
     def importing(self) -> bool:
