@@ -194,7 +194,7 @@ class LogClassifier:
             elif not self.batches_seen:
                 first_batch(self, raw, n, events)
             return
-        if not self.decoding and "#retracted_reqs" in raw:
+        if "#retracted_reqs" in raw and not self.decoding:
             # "KV cache pool is full. Retract requests. #retracted_reqs: N" (0.4.5+), "Decode out of memory
             # happened. #retracted_reqs" (to 0.4.x): printed only while requests decode
             first_decode(self, raw, n, events)
@@ -212,7 +212,7 @@ class LogClassifier:
             raw = last_segment(raw)
         if "\x1b" in raw:
             raw = strip_ansi(raw)
-        if "it/s]" in raw or "s/it]" in raw:
+        if "|" in raw and ("it/s]" in raw or "s/it]" in raw):
             # a tqdm bar left unterminated, then a log record written onto the same line ("...it/s][2025-...
             # TP0] Load weight end", "...it/s]Fatal Python error: Segmentation fault")
             cut = max(raw.rfind("it/s]"), raw.rfind("s/it]")) + 5
@@ -227,7 +227,7 @@ class LogClassifier:
             # a traceback's frame or source line, an indented continuation: neither a collector's prefix
             # nor SGLang's (what peel_collectors and split_prefix return for it, without the two calls)
             cloud_time, time, ranks, body = None, None, (), line
-            if first and "[" in line[:12]:
+            if first and line.find("[", 0, 12) >= 0:
                 time, ranks, body = indented_prefix(line)  # a paste indented in a list item or a quote
         else:
             if first == "[" and line[11:12] != "T" and line[1:5] != "pod/":
