@@ -51,6 +51,7 @@ SECONDARY = {
     "\x1b": "line hygiene",
     "it/s][": "line hygiene",
     "it/s]": "line hygiene",
+    "|": "line hygiene (a tqdm bar's)",
     "s/it]": "line hygiene",
     "][": "line hygiene",
     "s/it][": "line hygiene",
