@@ -78,31 +78,49 @@ def _read_until(proc: subprocess.Popen[bytes], needle: str, timeout: float) -> s
     return seen.decode()
 
 
+def _start_sim_host(config_dir: Path, extra: tuple[str, ...]) -> tuple[subprocess.Popen[bytes], int, str]:
+    """Start `sgtui sim-host` on a free port. With --hosts N it listens on that port on 127.0.0.1..N, and the
+    port free on .1 may be taken on another alias (an ephemeral port of an earlier test's connection): then
+    it exits saying so, and another port is tried."""
+    for attempt in range(5):
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sgtui",
+                "sim-host",
+                "--port",
+                str(port),
+                "--config-dir",
+                str(config_dir),
+                "--speed",
+                SPEED,
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            return proc, port, _read_until(proc, "try:", timeout=30)
+        except AssertionError as err:
+            if attempt == 4 or "address already in use" not in str(err) or proc.poll() is None:
+                if proc.poll() is None:
+                    proc.kill()
+                raise
+            for stream in (proc.stdout, proc.stderr):  # it exited: try the next port
+                if stream is not None:
+                    stream.close()
+    raise AssertionError("unreachable")
+
+
 @contextlib.contextmanager
 def running_sim_host(config_dir: Path, *extra: str) -> Iterator[SimHostProcess]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sgtui",
-            "sim-host",
-            "--port",
-            str(port),
-            "--config-dir",
-            str(config_dir),
-            "--speed",
-            SPEED,
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    host = SimHostProcess(proc, port, config_dir, "")
+    proc, port, banner = _start_sim_host(config_dir, extra)
+    host = SimHostProcess(proc, port, config_dir, banner)
     try:
-        host.banner = _read_until(proc, "try:", timeout=30)
         yield host
     finally:
         if proc.poll() is None:
