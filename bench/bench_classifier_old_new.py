@@ -4,7 +4,7 @@ imported; `python -m sgtui.cli` from the repo's root would always import the rep
 
     git archive <old commit> sgtui | tar -x -C /tmp/old
     PYTHONPATH=/tmp/old .venv/bin/python bench/bench_classifier_old_new.py --label old
-    .venv/bin/python bench/bench_classifier_old_new.py --label new     # interleave a few times, take the minimum
+    .venv/bin/python bench/bench_classifier_old_new.py --label new  # interleave a few times; the minimum
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def main() -> None:
         with path.open("rb") as stream:
             classify_file(stream)
         best = min(best, time.process_time() - start)
-    print(f"{args.label}: {args.shape} {args.lines:,} lines {best:.3f} s CPU ({best / args.lines * 1e6:.2f} us a line)")
+    per_line = best / args.lines * 1e6
+    print(f"{args.label}: {args.shape} {args.lines:,} lines {best:.3f} s CPU ({per_line:.2f} us a line)")
 
 
 if __name__ == "__main__":
