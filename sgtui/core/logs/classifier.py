@@ -199,12 +199,12 @@ class LogClassifier:
             # happened. #retracted_reqs" (to 0.4.x): printed only while requests decode
             first_decode(self, raw, n, events)
         if "HTTP/1." in raw:
-            if '" 200' in raw:
+            if '" 200' in raw:  # an answered request: only its first (POST) after Uvicorn starts means more
                 self.last_activity = n
-            if self.awaiting_first_answer and '" 200' in raw and "POST " in raw:
-                first_answer(self, raw, n, events)
-            elif not self.decoding and '" 200' in raw and served_request(raw, self.state):
-                first_decode(self, raw, n, events)
+                if self.awaiting_first_answer and "POST " in raw:
+                    first_answer(self, raw, n, events)
+                elif not self.decoding and served_request(raw, self.state):
+                    first_decode(self, raw, n, events)
             return  # the access log: only its first answered POST after Uvicorn starts means anything
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")

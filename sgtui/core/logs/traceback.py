@@ -57,10 +57,8 @@ _FRAME_HINTS = (
     ("_capture_cuda_graph", "capturing_graphs"),  # an attention backend's init_forward_metadata_capture_*
     ("init_memory_pool", "allocating_pools"),
     ("init_attention_backend", "allocating_pools"),  # after the pools, before the graphs
-    (
-        "init_lora_manager",
-        "allocating_pools",
-    ),  # after the weights, before the pools (model_runner.initialize)
+    # LoRA's manager: after the weights, before the pools (model_runner.initialize)
+    ("init_lora_manager", "allocating_pools"),
     ("pool_configurator", "allocating_pools"),
     ("kv_cache_configurator", "allocating_pools"),
     ("profile_max_num_token", "allocating_pools"),
