@@ -36,6 +36,8 @@ class RunRouting(Base):
             return session.state
         if session is not None and session.state == "stopped" and run.state in ("failed", "exited", "dead"):
             return "stopped"  # sgtui stopped it: a SIGTERM'd server's exit code is no failure of its own
+        if session is not None and session.state == "failed" and run.state in ("stopped", "exited", "dead"):
+            return "failed"  # its log failed: the stop that followed cleared a server that could not serve
         return run.state
 
     def on_runs_listed(self, message: m.RunsListed) -> None:
@@ -228,7 +230,11 @@ class RunRouting(Base):
         if session is not None and session is self.followed.in_view:
             self.log_pane.draw_status(message.text)
         if session is not None and message.done and message.ok:
-            session.set_state("stopped")
+            if session.state == "failed":  # a failed run stays failed: the stop only freed what it held
+                for host in session.hosts:
+                    self.relist(host)
+            else:
+                session.set_state("stopped")  # relists, as every outcome does
         if message.done:  # said for a moment (and in a notification), then the view's own state again
             self.set_timer(STOP_SAID_S, lambda: self._stop_said(message.text))
             self.notify(message.text, severity="information" if message.ok else "error", timeout=8)

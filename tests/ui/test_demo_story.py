@@ -15,6 +15,7 @@ from sgtui.remote.targets import Target
 from sgtui.sim.host import SimHost
 from sgtui.ui import remote_backend
 from sgtui.ui.app import SgtuiApp
+from sgtui.ui.panes.runs import RunsTable
 from sgtui.ui.remote_backend import RemoteBackend
 from sgtui.ui.remote_views import run_view
 from sgtui.ui.widgets.diagnosis import DiagnosisPanel
@@ -168,7 +169,8 @@ async def test_a_run_that_dies_mid_line_shows_that_last_line_once_over_ssh(
 
 async def test_a_failed_run_whose_server_lives_on_is_named_and_offered_a_stop(_config_dir: Path) -> None:
     """SGLang 0.5.23 with its port taken hangs after the bind error: the TUI says the server is still
-    running and cannot serve, and asks whether to stop it; yes stops it and the run reads stopped."""
+    running and cannot serve, and asks whether to stop it; yes stops it (its record says stopped) and the
+    run still reads failed in the runs table: the stop freed its memory, the launch had failed."""
     async with SimHost("port-in-use", speed=SPEED) as host:
         app = _a6000_app(host, _config_dir)
         async with app.run_test(size=(120, 40)) as pilot:
@@ -182,9 +184,11 @@ async def test_a_failed_run_whose_server_lives_on_is_named_and_offered_a_stop(_c
             await pilot.press("y")
             await wait_for(
                 pilot,
-                lambda: {r.run_id: r.state for r in app.runs}.get(failed.run_id) == "stopped",
+                lambda: {r.run_id: r.state for r in app.fleet.all_runs()}.get(failed.run_id) == "stopped",
                 30,
-                "the run listed as stopped",
+                "the run's record says stopped",
             )
             await wait_for(pilot, lambda: max(host.gpu_memory().values()) < 1000, 20, "its memory freed")
+            shown = {r.run_id: r.state for r in app.main.query_one(RunsTable).runs}
+            assert shown[failed.run_id] == "failed" and app.run_state == "failed"
             await pilot.press("q")

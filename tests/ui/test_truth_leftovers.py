@@ -85,10 +85,17 @@ async def test_a_run_that_ended_on_a_full_disk_says_so_in_the_status_line_the_si
         assert app.run_state == "dead"  # no exit code and no stop by sgtui: not "stopped"
         await wait_for(pilot, lambda: note in status(app), what="the note in the status line")
         panel = app.main.query_one(DiagnosisPanel)
-        assert panel.display and note in str(panel.render())  # whole, where the user reads the diagnosis
-        app.draw_runs()
-        state = runs_row(app, "run-1")[3].plain  # the state as listed, then the host's note
-        assert ": the disk holding the log is full (/runs/r1: 12 KiB free)" in state
+        # whole, where the user reads the diagnosis (the panel and the table are drawn on their own messages)
+        await wait_for(pilot, lambda: panel.display and note in str(panel.render()), what="the side panel")
+
+        def row_state() -> str:
+            app.draw_runs()
+            if not any(r.run_id == "run-1" for r in app.runs):
+                return ""
+            return runs_row(app, "run-1")[3].plain  # the state as listed, then the host's note
+
+        await wait_for(pilot, lambda: "12 KiB free" in row_state(), what="the note in the run's row")
+        assert ": the disk holding the log is full (/runs/r1: 12 KiB free)" in row_state()
 
 
 async def test_a_docker_runs_fate_reaches_the_runs_table_in_the_words_of_sgtui_runs_and_as_text(
