@@ -204,6 +204,21 @@ def test_a_launch_reports_whether_its_record_was_saved(tmp_path: Path) -> None:
     assert "saved" not in saved and saved["pid"] == marker["pid"]
 
 
+def test_a_record_that_cannot_be_put_in_place_whole_is_not_left_half_written(tmp_path: Path) -> None:
+    """run.json appears by a rename, so a listing never reads it half-written (it would call the run being
+    launched damaged); a rename that fails says so and leaves no record and no temp file behind."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "mv").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "mv").chmod(0o755)
+    runs = tmp_path / "runs"
+    script = f"PATH={shlex.quote(str(fake))}:$PATH\n" + detach_script(str(runs), "r", ["/bin/true"])
+    marker = parse_marker(subprocess.run(["bash", "-c", script], capture_output=True, text=True).stdout)
+    assert marker is not None and marker["saved"] is False
+    left = [p.name for p in (runs / "r").iterdir()]
+    assert "run.json" not in left and not [name for name in left if name.startswith(".run.json")]
+
+
 def test_one_argument_over_the_kernel_limit_is_refused_by_name() -> None:
     with pytest.raises(ShellError, match=r"argument 1 'xxx.*131072 bytes.*through a file"):
         inner_command(["/bin/echo", "x" * MAX_ARG_STRLEN])

@@ -144,7 +144,10 @@ def detach_script(
         + 'json=$(printf \'{"pid":%s,"pgid":%s,"sid":%s,"start":%s,"boot":"%s","uid":%s,"user":"%s",'
         + '"run_dir":"%s"}\' "$pid" "$pid" "$pid" "$start" "$(jesc "$boot")" "$ME" "$(jesc "$user")" '
         + '"$(jesc "$d")")\n'
-        + 'saved=true; printf \'%s\\n\' "$json" > "$d/run.json" || saved=false\n'
+        # whole or not at all: a listing in between (it lists a dir once run.json exists) never reads a
+        # half-written record and calls a run being launched damaged
+        + 'saved=true; { printf \'%s\\n\' "$json" > "$d/.run.json.tmp" && '
+        + 'mv -f -- "$d/.run.json.tmp" "$d/run.json"; } || { rm -f -- "$d/.run.json.tmp"; saved=false; }\n'
         + 'json="${json%\\}},\\"saved\\":$saved}"\n'
         + f"{marker_line()}\n"
     )
