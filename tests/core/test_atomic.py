@@ -53,3 +53,31 @@ def test_temp_files_carry_the_callers_prefix(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(os, "replace", spy)
     write_atomic(tmp_path / "a.json", "{}", prefix=".tmp-")
     assert len(seen) == 1 and seen[0].startswith(".tmp-")
+
+
+def test_a_symlinked_file_has_its_target_replaced_and_stays_a_link(tmp_path: Path) -> None:
+    """A profile kept in a dotfiles repo and linked into sgtui's folder: saving it edits the dotfile."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "qwen.yaml"
+    real.write_text("old\n", encoding="utf-8")
+    os.chmod(real, 0o640)
+    link = tmp_path / "qwen.yaml"
+    link.symlink_to(real)
+    write_atomic(link, "new\n")
+    assert link.is_symlink() and real.read_text(encoding="utf-8") == "new\n" and _mode(real) == 0o640
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["qwen.yaml"]
+
+
+def test_the_directory_is_synced_after_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without it a crash just after the save can bring back the old file."""
+    synced: list[bool] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(stat.S_ISDIR(os.fstat(fd).st_mode))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    write_atomic(tmp_path / "a.yaml", "x")
+    assert synced == [False, True]  # the file's data, then its directory
