@@ -15,6 +15,7 @@ polled so a server that dies without a word is noticed too.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -157,6 +158,12 @@ async def launch(
     runs_dir = profile.runs_dir or pool.hosts[host_name].runs_dir
     manager = RunManager(conn, target, runs_dir, keep_runs=profile.keep_runs)
     argv = profile.command
+    from sgtui.commands import interrupt
+    from sgtui.commands.launch_leftover import stop_command
+    from sgtui.commands.runs import target_text
+
+    where = {"host": host_name, "target": target_text(target)}
+    record = None
     try:
         from sgtui.remote.preflight import run_preflight
 
@@ -165,8 +172,10 @@ async def launch(
         printer.preflight(checked.preflight, checked.report)
         if not printer.go_ahead(checked.preflight, force=force):
             return PREDICTED_FAILURE
-        record = await manager.launch(
-            argv, profile.env, dump_profile(profile), profile.gpus or [], profile_name=profile.name
+        record, cut = await interrupt.finish_launch(
+            manager.launch(
+                argv, profile.env, dump_profile(profile), profile.gpus or [], profile_name=profile.name
+            )
         )
         printer.emit(
             "launched",
@@ -174,15 +183,13 @@ async def launch(
             f"log {record.log_path}",
             run=record.to_json(),
         )
+        stop = stop_command(record, profile=None if host else str(path), **where)
+        if cut:
+            return interrupt.left_running(printer, record.id, f"pid {record.pid}", stop)
         if not watch:
             return 0
         import shlex
 
-        from sgtui.commands.launch_leftover import stop_command
-        from sgtui.commands.runs import target_text
-
-        where = {"host": host_name, "target": target_text(target)}
-        stop = stop_command(record, profile=None if host else str(path), **where)
         follow = Watch(
             manager,
             record,
@@ -196,6 +203,11 @@ async def launch(
         places = ["--host", host_name, "--target", where["target"]] if host else ["--profile", str(path)]
         follow.place = shlex.join(places)
         return await follow.run()
+    except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels this task): say what runs, if anything
+        if record is None:
+            return interrupt.nothing_launched(printer)
+        stop = stop_command(record, profile=None if host else str(path), **where)
+        return interrupt.left_running(printer, record.id, f"pid {record.pid}", stop)
     except RemoteError as exc:
         if getattr(exc, "maybe_running", False):  # cut by a lost connection: it may have started
             printer.emit("unknown", f"unknown: {exc}", message=str(exc), maybe_running=True)

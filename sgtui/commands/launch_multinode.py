@@ -43,11 +43,13 @@ async def launch_multinode(
     force: bool = False,
     give_up_after: float = 300.0,
 ) -> int:
+    from sgtui.commands import interrupt
     from sgtui.core.profiles import dump_profile
     from sgtui.remote.connection import ConnectionPool, RemoteError
     from sgtui.remote.multinode import MultiNode, PartialLaunchError
 
     pool = ConnectionPool(password_cb=password_cb)
+    records: list[RunRecord] = []
     try:
         nodes = MultiNode(profile, pool)
         addr = await nodes.dist_init_addr()
@@ -76,8 +78,10 @@ async def launch_multinode(
                 run=record.to_json(),
             )
 
-        try:
-            records = await nodes.launch(addr, dump_profile(profile), on_launched=launched)
+        try:  # every node or none: a Ctrl-C meanwhile lets the others start too, so one stop ends them all
+            records, cut = await interrupt.finish_launch(
+                nodes.launch(addr, dump_profile(profile), on_launched=launched)
+            )
         except PartialLaunchError as exc:
             started = exc.records[0].id if exc.records else None
             hint = (
@@ -85,6 +89,8 @@ async def launch_multinode(
             )
             printer.emit("error", f"error: {exc}{hint}", message=str(exc))
             return 1
+        if cut:
+            return interrupt.nodes_left_running(printer, records, path)
         if not watch:
             return 0
         watching = MultiWatch(
@@ -92,6 +98,10 @@ async def launch_multinode(
         )
         watching.place = shlex.join(["--profile", str(path)])
         return await watching.run()
+    except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels this task): say what runs, if anything
+        if not records:
+            return interrupt.nothing_launched(printer)
+        return interrupt.nodes_left_running(printer, records, path)
     except RemoteError as exc:
         printer.emit("error", f"error: {exc}", message=str(exc))
         return 1

@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--latency-ms",
         type=float,
         default=0.0,
-        help="with --hosts: delay each SSH login by this much, like hosts across a network (benchmarks)",
+        help="delay each SSH login by this much, like hosts across a network (benchmarks)",
     )
 
 
@@ -79,18 +79,20 @@ def run(args: argparse.Namespace) -> int:
 
     if not 1 <= args.hosts <= MAX_HOSTS:
         raise UserError(f"--hosts {args.hosts}: serve 1 to {MAX_HOSTS} simulated hosts")
+    if not args.latency_ms >= 0:
+        raise UserError(f"--latency-ms {args.latency_ms:g}: give 0 or more milliseconds")
     if args.hosts > 1:
         if args.name != "sim":
             raise UserError("--name: a simulated fleet (--hosts 2 or more) is always named sim, sim-2, ...")
-        if args.latency_ms < 0:
-            raise UserError(f"--latency-ms {args.latency_ms:g}: give 0 or more milliseconds")
         return asyncio.run(
             _serve_fleet(scenario, args.hosts, args.port, target_dir, speed, args.latency_ms / 1000)
         )
-    return asyncio.run(_serve(scenario, args.port, target_dir, speed, args.name))
+    return asyncio.run(_serve(scenario, args.port, target_dir, speed, args.name, args.latency_ms / 1000))
 
 
-async def _serve(scenario: object, port: int, config_dir: object, speed: float, name: str) -> int:
+async def _serve(
+    scenario: object, port: int, config_dir: object, speed: float, name: str, latency_s: float = 0.0
+) -> int:
     from pathlib import Path
 
     from sgtui.core.errors import UserError
@@ -99,6 +101,7 @@ async def _serve(scenario: object, port: int, config_dir: object, speed: float, 
 
     assert isinstance(scenario, Scenario) and isinstance(config_dir, Path)
     host = SimHost(scenario, speed=speed, port=port)
+    host.server.login_delay = latency_s
     try:
         await host.start()
     except OSError as exc:
