@@ -172,6 +172,14 @@ def test_json_budget_and_auto_fraction_as_sglang_prints_it(capsys: pytest.Captur
         (["--config", str(LLAMA), "--"], "--gpu is needed"),
         (["--config", str(LLAMA), "--gpu", "A6000", "--gpus", "1", "--", "--tp", "2"], "needs 2 GPUs"),
         (["--config", str(LLAMA), "--gpu", "A6000", "--sglang", "latest", "--"], "latest"),
+        # more free memory than the card holds would size a KV pool that cannot exist
+        (
+            ["--config", str(LLAMA), "--gpu", "H100-80G", "--free-gib", "200", "--"],
+            "more than the whole H100",
+        ),
+        (["--config", str(LLAMA), "--gpu", "A6000", "--free-gib", "40,41,42", "--", "--tp", "2"], "3 values"),
+        # SGLang's automatic fraction on a card too small: the card is named, not a flag nobody gave
+        (["--config", str(LLAMA), "--gpu", "2GiB", "--"], "--gpu 2048 MiB GPU"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -194,6 +194,11 @@ def _resolve(
         if spec.mem_fraction_static is not None
         else defaults.mem_fraction_static_auto
     )
+    if not 0 < mfs < 1 and spec.mem_fraction_static is None:  # SGLang's own default, from the GPU's size
+        raise UserError(
+            f"--gpu {gpu.name} ({gpu.gib:.2f} GiB): too small for this launch; SGLang's automatic "
+            f"--mem-fraction-static comes to {mfs:.3g} on it (it reserves more than the GPU holds)"
+        )
     if not 0 < mfs < 1:
         raise UserError(f"--mem-fraction-static {mfs}: must be between 0 and 1 (e.g. 0.85)")
     shrink = runtime_multimodal_factor(spec, model, window)
