@@ -291,3 +291,16 @@ def test_a_host_that_cannot_be_reached_is_a_failure_not_a_prediction(tmp_path: P
     assert result.returncode == 1, result.stdout + result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert [e["event"] for e in events] == ["error"]
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--stall-after", "--give-up-after"])
+@pytest.mark.parametrize("value", ["0", "-5", "nan"])
+def test_a_limit_that_could_never_fire_is_refused_by_name(
+    option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """NaN compares false with everything: a `<= 0` check would let it through, and the limit never fire."""
+    from sgtui.cli import main
+
+    assert main(["launch", "any-profile", "--watch", option, value]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sgtui launch: {option} ") and "positive number of seconds" in err

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     from sgtui.core.errors import UserError
 
-    if args.speed <= 0:
+    if not args.speed > 0:
         raise UserError(f"--speed {args.speed:g}: the time factor must be positive (1 = real pace)")
     from sgtui.sim.fleet import MAX_HOSTS
 

@@ -75,10 +75,10 @@ def run(args: argparse.Namespace) -> int:
 
     from sgtui.core.errors import UserError
 
-    if args.timeout is not None and args.timeout <= 0:
+    if args.timeout is not None and not args.timeout > 0:  # NaN too: a limit that could never fire
         raise UserError(f"--timeout {args.timeout:g}: give a positive number of seconds")
     stall_after = getattr(args, "stall_after", None)
-    if stall_after is not None and stall_after <= 0:
+    if stall_after is not None and not stall_after > 0:
         raise UserError(f"--stall-after {stall_after:g}: give a positive number of seconds")
     give_up = getattr(args, "give_up_after", GIVE_UP_AFTER_S)
     if not give_up > 0:

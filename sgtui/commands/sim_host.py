@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         raise UserError(f"--port {args.port}: use a port number from 1 to 65535 (or 0 for any free port)")
     speed = args.speed if args.speed is not None else float(os.environ.get("SGTUI_SIM_SPEED") or 1.0)
-    if speed <= 0:
+    if not speed > 0:
         raise UserError(f"--speed {speed:g}: the time factor must be positive (1 = real pace)")
     target_dir = Path(args.config_dir).expanduser() if args.config_dir else config_dir()
     from sgtui.sim.fleet import MAX_HOSTS
