@@ -151,6 +151,15 @@ def test_missing_and_unknown_top_level_keys() -> None:
     assert ("python", 1) in messages
 
 
+def test_a_name_with_a_terminal_escape_or_a_newline_is_refused_by_line() -> None:
+    """The name is printed in `sgtui launch`'s lines, `sgtui runs` tables and the app: an escape sequence in
+    it would recolour or rewrite the user's terminal, a newline break the table."""
+    text = GOOD.replace("name: qwen", 'name: "x\\e[31mRED\\nline2"').replace("host: pve", 'host: "pve\\r"')
+    messages = {(p.flag, p.line): p.message for p in problems_of(text)}
+    assert "control character ('\\x1b')" in messages[("name", 1)]
+    assert "control character ('\\r')" in messages[("host", 2)]
+
+
 def test_yaml_syntax_error_has_a_line() -> None:
     problems = problems_of("name: x\nhost: [pve\npython: /p\n")
     assert len(problems) == 1

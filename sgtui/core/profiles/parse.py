@@ -101,6 +101,10 @@ def parse_profile(
         if not isinstance(value, str) or not value.strip():
             checker.add(node, key, f"must be a non-empty text value, not {short_repr(value)}")
             return None
+        control = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160), None)
+        if control is not None:  # printed in tables and on the terminal: an escape would be obeyed there
+            checker.add(node, key, f"{short_repr(value)} holds a control character ({control!r}); remove it")
+            return None
         return value
 
     name = text_value("name")
