@@ -67,3 +67,13 @@ def test_the_runs_table_lines_up_whatever_the_state_says() -> None:
     assert len({line.index("/r/") if "/r/" in line else line.index("LOG") for line in lines}) == 1
     starts = {line.find(word) for line, word in zip(lines, ["PGID", "4242", "77"], strict=True)}
     assert len(starts) == 1
+
+
+def test_the_runs_table_shows_no_control_character_from_a_record() -> None:
+    """A record on a shared box is another user's text: an escape in its profile name must not reach the
+    terminal, a newline must not split the row."""
+    from sgtui.commands.runs import aligned
+
+    lines = aligned([["RUN", "PROFILE", "LOG"], ["r1", "x\x1b[31mRED\nline2\x9b2J", "/r/a/server.log"]])
+    assert len(lines) == 2 and "xREDline2" in lines[1]
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in "".join(lines))

@@ -125,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--gpu is needed: a preset such as A6000 or H100-80G, or a size such as 49140MiB")
     if free_gib is not None and max(free_gib) > gpu.gib:
         raise UserError(
-            f"--free-gib {max(free_gib):g}: more than the whole {gpu.name} ({gpu.gib:.2f} GiB); give the free "
-            "memory per GPU before the launch (nvidia-smi's free column), or the right --gpu"
+            f"--free-gib {max(free_gib):g}: more than the whole {gpu.name} ({gpu.gib:.2f} GiB); give the "
+            "free memory per GPU before the launch (nvidia-smi's free column), or the right --gpu"
         )
     draft = None
     draft_path = spec.speculative_draft_model_path
@@ -145,8 +145,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if free_gib is not None and len(free_gib) > 1 and len(free_gib) != report.n_gpus:
         raise UserError(
-            f"--free-gib {args.free_gib}: {len(free_gib)} values for the {report.n_gpus} GPUs this launch uses; "
-            "give one value for all, or one per GPU"
+            f"--free-gib {args.free_gib}: {len(free_gib)} values for the {report.n_gpus} GPUs this launch "
+            "uses; give one value for all, or one per GPU"
         )
     report.notes.extend(notes)
     if args.json:

@@ -125,7 +125,11 @@ def state_name(status: RunStatus) -> str:
 
 def aligned(rows: list[list[str]]) -> list[str]:
     """Rows as lines with every column as wide as its widest cell (the last one unpadded), indented 2:
-    a state like "exited rc=143" or a node column no longer pushes the rest out of line."""
+    a state like "exited rc=143" or a node column no longer pushes the rest out of line. A record's fields
+    come from the target (another user's, on a shared box): no cell carries a control character."""
+    from sgtui.core.logs.prefix import strip_controls
+
+    rows = [[strip_controls(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return [
         "  " + "  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]) for row in rows
