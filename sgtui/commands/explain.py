@@ -70,12 +70,16 @@ def _open_log(name: str) -> BinaryIO:
 
 
 def analyse_log(name: str) -> Any:
-    """The log through the one analysis path, streamed in bounded memory (`-` is standard input)."""
+    """The log through the one analysis path, streamed in bounded memory (`-` is standard input); a log
+    compressed by logrotate (gzip, bzip2, xz) is read through its decompressor; one that is not text at
+    all is refused rather than read as a log that says nothing."""
+    from sgtui.commands.log_input import checked_log
     from sgtui.core.logs import classify_file
 
     if name == "-":
-        return classify_file(sys.stdin.buffer)
-    with _open_log(name) as stream:
+        with checked_log(sys.stdin.buffer, "standard input") as stream:
+            return classify_file(stream)
+    with _open_log(name) as raw, checked_log(raw, name) as stream:
         try:
             return classify_file(stream)
         except OSError as exc:
