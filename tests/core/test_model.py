@@ -150,6 +150,28 @@ def test_missing_required_field_is_named_and_is_a_user_error() -> None:
         model_facts_from_config({"num_hidden_layers": 2, "hidden_size": 64}, source="x/config.json")
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("vocab_size", float("inf"), "field 'vocab_size' must be a whole number, got inf"),  # JSON's 1e400
+        ("head_dim", 2.5, "field 'head_dim' must be a whole number, got 2.5"),
+        ("num_key_value_heads", 0, "num_key_value_heads 0: must be at least 1"),
+        ("vocab_size", -5, "vocab_size -5: must be a positive integer"),
+    ],
+)
+def test_a_count_that_cannot_be_is_named_not_read_as_absent(field: str, value: object, message: str) -> None:
+    """Read as absent, these would size the weights or the KV cache from a default, with no word."""
+    cfg = {**json.loads((LLAMA / "config.json").read_text()), field: value}
+    with pytest.raises(ModelError, match=f"^x/config.json: {message}"):
+        model_facts_from_config(cfg, source="x/config.json")
+
+
+def test_a_whole_number_written_as_a_float_is_that_number() -> None:
+    cfg = json.loads((LLAMA / "config.json").read_text())
+    as_float = {**cfg, "vocab_size": float(cfg["vocab_size"])}
+    assert model_facts_from_config(as_float).vocab_size == model_facts_from_config(cfg).vocab_size
+
+
 def test_corrupt_safetensors_header_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", 5) + b"nope!")
     with pytest.raises(ModelError, match="safetensors header is not valid JSON"):

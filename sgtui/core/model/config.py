@@ -29,8 +29,21 @@ def _int(cfg: dict[str, Any], key: str, source: str) -> int:
     return value
 
 
+class _NotAnInteger(ValueError):
+    """An optional count given as a number that is not a whole one (2.5, 1e400 = inf): named with its file
+    by `model_facts_from_config`, never read as absent (that would size the model wrong, silently)."""
+
+    def __init__(self, key: str, value: float) -> None:
+        super().__init__(key)
+        self.key, self.value = key, value
+
+
 def _opt_int(cfg: dict[str, Any], key: str) -> int | None:
     value = cfg.get(key)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise _NotAnInteger(key, value)
+        return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -211,6 +224,13 @@ def model_facts_from_config(
     """Model facts from a parsed config.json; `weight_bytes` when the checkpoint size is known."""
     if not isinstance(cfg, dict):
         raise ModelError(f"{source}: expected a JSON object at the top level")
+    try:
+        return _facts(cfg, source, weight_bytes)
+    except _NotAnInteger as exc:
+        raise ModelError(f"{source}: field {exc.key!r} must be a whole number, got {exc.value!r}") from None
+
+
+def _facts(cfg: dict[str, Any], source: str, weight_bytes: int | None) -> ModelFacts:
     text = _text_config(cfg)
     archs = cfg.get("architectures") or text.get("architectures") or []
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
@@ -221,7 +241,15 @@ def model_facts_from_config(
     heads = _int(shapes, "num_attention_heads", source)
     if heads <= 0 or layers <= 0 or hidden <= 0:
         raise ModelError(f"{source}: layer, hidden and head counts must be positive integers")
-    kv_heads = 1 if text.get("multi_query") is True else (_opt_int(shapes, "num_key_value_heads") or heads)
+    given_kv = _opt_int(shapes, "num_key_value_heads")
+    if given_kv is not None and given_kv <= 0:
+        raise ModelError(
+            f"{source}: num_key_value_heads {given_kv}: must be at least 1 (left out, it is the head count)"
+        )
+    vocab = _opt_int(text, "vocab_size")
+    if vocab is not None and vocab < 0:
+        raise ModelError(f"{source}: vocab_size {vocab}: must be a positive integer")
+    kv_heads = 1 if text.get("multi_query") is True else (given_kv or heads)
     head_dim = _opt_int(shapes, "head_dim") or hidden // heads
     v_head_dim = _opt_int(text, "v_head_dim") or head_dim
     kv_lora_rank = _opt_int(text, "kv_lora_rank")
