@@ -193,3 +193,9 @@ def test_mixtral_style_experts_count_towards_the_weight_estimate() -> None:
     m = model_facts_from_config(cfg)
     assert m.num_experts == 8 and m.moe_intermediate_size == 14336
     assert m.weight_bytes / 1e9 == pytest.approx(93.4, rel=0.02)  # Mixtral-8x7B: 46.7 B params
+
+
+def test_a_config_that_is_not_utf8_names_the_byte_and_its_line(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_bytes(b'{\n  "model_type": "caf\xe9"\n}')
+    with pytest.raises(ModelError, match=r"not UTF-8 text: byte 0xe9 at line 2, column 21"):
+        load_model_facts(tmp_path)

@@ -268,3 +268,12 @@ def test_a_profile_may_name_its_runs_dir_which_must_be_absolute() -> None:
         parse_profile(text.format("runs") + "gpus: [x]\n", "p.yaml")
     assert "p.yaml:4: runs_dir: 'runs' is not an absolute path" in str(err.value)
     assert "gpus" in str(err.value)  # every problem at once
+
+
+def test_a_profile_that_is_not_utf8_names_the_byte_and_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_bytes(GOOD.replace("name: qwen", "name: caf\xe9").encode("latin-1"))
+    with pytest.raises(
+        ProfileError, match=r"not UTF-8 text: byte 0xe9 at line 1, column 10 \(save it as UTF-8\)"
+    ):
+        load_profile(path)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sgtui.core.bounded import BoundedInputError, load_json
+from sgtui.core.errors import read_utf8
 from sgtui.core.model.config import model_facts_from_config
 from sgtui.core.model.facts import ModelError, ModelFacts
 
@@ -36,13 +37,15 @@ _SAFETENSORS_BYTES = {
 
 def _read_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_utf8(path)
     except FileNotFoundError:
         raise ModelError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise ModelError(f"{path}: is a folder, expected a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path}: cannot read it ({exc})") from None
+    except (OSError, UnicodeError) as exc:
+        raise ModelError(
+            f"{path}: cannot read it ({exc.strerror if isinstance(exc, OSError) else exc})"
+        ) from None
     try:
         return load_json(text, str(path))
     except BoundedInputError as exc:

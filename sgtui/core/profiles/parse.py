@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from sgtui.core.bounded import short_repr
+from sgtui.core.errors import read_utf8
 from sgtui.core.profiles.checker import Checker, compose, construct, pairs
 from sgtui.core.profiles.checks import check_env, check_gpus, check_sglang, check_target, check_version
 from sgtui.core.profiles.model import Problem, Profile, ProfileError, Target
@@ -187,8 +188,8 @@ def parse_profile(
 def load_profile(path: str | Path, *, flag_tables: FlagTableLookup | None = None) -> Profile:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_utf8(path)
+    except (OSError, UnicodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise ProfileError([Problem(str(path), None, None, f"cannot read the profile: {reason}")]) from None
     profile = parse_profile(text, path, flag_tables=flag_tables)
