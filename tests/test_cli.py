@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 FIXTURE = Path(__file__).parent / "fixtures" / "models" / "llama3_1_8b"
 
 
@@ -77,3 +79,34 @@ def test_the_runs_table_shows_no_control_character_from_a_record() -> None:
     lines = aligned([["RUN", "PROFILE", "LOG"], ["r1", "x\x1b[31mRED\nline2\x9b2J", "/r/a/server.log"]])
     assert len(lines) == 2 and "xREDline2" in lines[1]
     assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in "".join(lines))
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["flags", "--profile", "{tmp}"], "is a directory; give a YAML file in it, or a profile's name"),
+        (
+            ["flags", "--profile", "nothing.yaml"],
+            "no such file, and no nothing.yaml in",
+        ),  # not nothing.yaml.yaml
+        (
+            ["explain", "--fit-json", "{tmp}", "{tmp}/x.log"],
+            "give a file holding `sgtui fit --json`'s output",
+        ),
+        (["explain", "--fit-json", "-", "-"], "both read standard input"),
+        (["runs", "--profile", "p", "--host", "h"], "--profile and --host both name the place: give one"),
+    ],
+)
+def test_bad_input_names_what_is_wrong_with_it(
+    argv: list[str],
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from sgtui.cli import main
+
+    monkeypatch.setenv("SGTUI_CONFIG_DIR", str(tmp_path / "config"))
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1

@@ -51,18 +51,18 @@ def read_log(name: str) -> str:
     """A small file's text (undecodable bytes replaced), for `--fit-json`; errors are UserErrors."""
     if name == "-":
         return sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    with _open_log(name) as stream:
+    with _open_log(name, "a file holding `sgtui fit --json`'s output (--fit-json)") as stream:
         return stream.read().decode("utf-8", errors="replace")
 
 
-def _open_log(name: str) -> BinaryIO:
+def _open_log(name: str, what: str = "the path of an SGLang log") -> BinaryIO:
     path = Path(name).expanduser()
     try:
         return path.open("rb")
     except FileNotFoundError:
-        raise UserError(f"{name}: no such file; give the path of an SGLang log, or - to read stdin") from None
+        raise UserError(f"{name}: no such file; give {what}, or - to read stdin") from None
     except IsADirectoryError:
-        raise UserError(f"{name} is a directory; give the path of an SGLang log file") from None
+        raise UserError(f"{name} is a directory; give {what}") from None
     except PermissionError:
         raise UserError(f"{name}: permission denied; check the file's permissions") from None
     except OSError as exc:
@@ -104,6 +104,8 @@ def _read_fit(name: str | None) -> dict[str, Any] | None:
 def run(args: argparse.Namespace) -> int:
     from sgtui.core.logs import diagnose
 
+    if getattr(args, "fit_json", None) == "-" and args.logfile == "-":
+        raise UserError("--fit-json - and LOGFILE - both read standard input; give one of them as a file")
     fit = _read_fit(getattr(args, "fit_json", None))
     analysis = analyse_log(args.logfile)
     diagnoses = diagnose(analysis, fit)

@@ -108,10 +108,15 @@ def resolve_profile_path(name: str) -> Path:
     if given.is_file():
         return given
     folder = profiles_dir()
-    for candidate in (folder / name, folder / f"{name}.yaml", folder / f"{name}.yml"):
+    named = [folder / name] + ([] if name.endswith((".yaml", ".yml")) else [folder / f"{name}.yaml"])
+    for candidate in (*named, folder / f"{name}.yml"):
         if candidate.is_file():
             return candidate
-    raise UserError(f"profile {name!r}: no such file, and no {name}.yaml in {folder}")
+    if given.is_dir():
+        raise UserError(
+            f"profile {name!r} is a directory; give a YAML file in it, or a profile's name from {folder}"
+        )
+    raise UserError(f"profile {name!r}: no such file, and no {named[-1].name} in {folder}")
 
 
 async def launch(

@@ -79,7 +79,9 @@ def resolve_place(args: argparse.Namespace) -> Place:
     from sgtui.core.errors import UserError
     from sgtui.remote.targets import Target
 
-    if bool(args.profile) == bool(args.host):
+    if args.profile and args.host:
+        raise UserError("--profile and --host both name the place: give one (a profile names its host)")
+    if not args.profile and not args.host:
         raise UserError("name the place: --profile PROFILE, or --host HOST [--target pct:VMID|docker:NAME]")
     if args.profile:
         from sgtui.commands.launch import resolve_profile_path
