@@ -165,7 +165,7 @@ def test_stop_asks_first_unless_yes_and_refuses_bad_input(tmp_path: Path) -> Non
         bad = sgtui("stop", "../x", "--profile", str(profile), "--yes", config_dir=tmp_path)
         assert bad.returncode == 2 and "is not one sgtui writes" in bad.stderr
         both = sgtui("runs", "--profile", str(profile), "--host", "sim", config_dir=tmp_path)
-        assert both.returncode == 2 and "--profile PROFILE, or --host HOST" in both.stderr
+        assert both.returncode == 2 and "--profile and --host both name the place: give one" in both.stderr
 
 
 def test_two_sim_hosts_side_by_side_never_see_each_other(tmp_path: Path) -> None:
