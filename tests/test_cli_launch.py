@@ -304,3 +304,25 @@ def test_a_limit_that_could_never_fire_is_refused_by_name(
     assert main(["launch", "any-profile", "--watch", option, value]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"sgtui launch: {option} ") and "positive number of seconds" in err
+
+
+def test_a_second_launch_of_a_running_profile_names_the_run_that_holds_its_port_and_gpus(
+    tmp_path: Path,
+) -> None:
+    """Not "held by others": the holder is sgtui's own run on that target, named so the user stops it."""
+    with running_sim_host(tmp_path) as host:
+        profile = host.profile("qwen36-27b-2xa6000-mrr8.yaml", server_port=free_port())
+        first = sgtui("launch", str(profile), "--json-events", config_dir=tmp_path)
+        assert first.returncode == 0, first.stdout + first.stderr
+        run_id = next(json.loads(x) for x in first.stdout.splitlines() if '"launched"' in x)["run"]["id"]
+        try:
+            again = sgtui("launch", str(profile), "--json-events", config_dir=tmp_path)
+            assert again.returncode == 3, again.stdout + again.stderr
+            checks = {c["name"]: c for c in json.loads(again.stdout.splitlines()[0])["checks"]}
+            held = [c for c in checks.values() if not c["ok"] and c["name"] in ("gpus", "port")]
+            assert held and all(
+                f"sgtui's own run {run_id} (qwen36-27b-2xa6000-mrr8) is running on pct 129" in c["message"]
+                for c in held
+            ), held
+        finally:
+            sgtui("stop", run_id, "--profile", str(profile), "--yes", config_dir=tmp_path, timeout=90)

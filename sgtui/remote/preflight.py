@@ -289,6 +289,8 @@ async def target_checks(conn: Transport, target: Target, profile: Any, *, port: 
         port_check(conn, target, profile.python, profile.spec.port) if port else noport(),
     )
     checks = [c for c in (port_result, gpu_check) if c is not None]
+    if any(not c.ok and c.blocking for c in checks):
+        checks = await _name_own_runs(conn, target, profile, checks)
     if isinstance(read, BaseException):
         checks.append(Check("model_path", False, str(read), blocking=False))
         why = f"the model config could not be read ({read})"
@@ -302,6 +304,32 @@ async def target_checks(conn: Transport, target: Target, profile: Any, *, port: 
     if gpu_why and not live:
         why = f"no GPU reading on the target ({gpu_why})"
     return TargetFacts(checks, live, installed, read, why)
+
+
+OWN_RUNS_LOOKED_AT = 8  # the newest records whose processes a held port or GPU makes the preflight check
+
+
+async def _name_own_runs(conn: Transport, target: Target, profile: Any, checks: list[Check]) -> list[Check]:
+    """A port or GPUs held by sgtui's own run on this target (the same profile launched twice, a run left
+    from yesterday): the failing checks say which run it is, so the user stops that run rather than hunt
+    for "others". Best effort: a listing that fails adds nothing."""
+    from dataclasses import replace
+
+    from sgtui.remote.runs import RunManager, RunState
+
+    runs_dir = profile.runs_dir or getattr(getattr(conn, "host", None), "runs_dir", None)
+    manager = RunManager(conn, target, runs_dir)
+    try:
+        records = [r for r in await manager.list_runs() if r.foreign is None][-OWN_RUNS_LOOKED_AT:]
+        states = await asyncio.gather(*(manager.status(r) for r in records))
+    except (RemoteError, OSError):
+        return checks
+    live = [r for r, s in zip(records, states, strict=True) if s.state is RunState.RUNNING]
+    if not live:
+        return checks
+    said = ", ".join(f"{r.id}" + (f" ({r.profile})" if r.profile else "") for r in reversed(live))
+    note = f"; sgtui's own run {said} is running on {target.label}: stop it first"
+    return [replace(c, message=c.message + note) if not c.ok and c.blocking else c for c in checks]
 
 
 async def run_preflight(
