@@ -91,7 +91,8 @@ async def _bench(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        report = await run_bench(served, args, None if args.json else _progress)
+        # progress on a terminal only: redirected, `\r` rewrites would fill the file with every count
+        report = await run_bench(served, args, _progress if not args.json and sys.stderr.isatty() else None)
     except (RemoteError, OSError, ValueError) as exc:
         print(f"sgtui bench: {exc}", file=sys.stderr)
         return 1
