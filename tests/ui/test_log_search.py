@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
+import sys
 
 import pytest
 
 from sgtui.ui.widgets.log_search import SEARCH_SPAN, Search
+from sgtui.ui.widgets.log_store import LineStore
 
 
 def per_line(search: Search, lines: list[str]) -> list[int]:
@@ -125,3 +128,37 @@ def test_random_patterns_over_random_lines_agree_with_the_per_line_search() -> N
         search = Search.parse(query)
         assert search is not None
         assert search.lines(lines) == per_line(search, lines), (query, lines)
+
+
+# ---- a pattern that backtracks for minutes ----------------------------------------------------------------
+SLOW = r"(.*a){40}x"  # on a line of 200 "a"s, Python's `re` would backtrack for longer than anyone waits
+SLOW_LINES = ["a" * 200] * 3 + ["a line saying (.*a){40}x as text"]
+
+
+def test_a_pattern_too_slow_for_the_lines_is_searched_as_its_text_and_says_so() -> None:
+    """The search runs on the app's thread at each keystroke: it must end, whatever the user types. Run in
+    a child process, so that an engine without a limit fails this test instead of hanging the suite."""
+    code = (
+        "from sgtui.ui.widgets.log_store import LineStore\n"
+        f"store = LineStore(100)\nstore.append({SLOW_LINES!r})\n"
+        f"search = store.set_search({SLOW!r})\n"
+        "print(search.literal, search.slow, store.match_lines)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split(None, 2) == ["True", "True", "[3]\n"], done.stderr
+
+
+def test_a_batch_too_slow_for_the_pattern_turns_the_whole_search_literal() -> None:
+    """Lines that matched the pattern before the switch are asked again as text: the count stays true."""
+    store = LineStore(100)
+    store.append(["xa", "a line with (.*a){40}x in it"])
+    store.set_search(SLOW)
+    assert store.search is not None and not store.search.literal and store.match_lines == []
+    store.append(["a" * 200, "(.*a){40}x again"])
+    assert store.search.literal and store.search.slow
+    assert store.match_lines == [1, 3]
+
+
+def test_a_line_too_slow_to_highlight_is_shown_without_highlights() -> None:
+    search = Search.parse(SLOW)
+    assert search is not None and search.spans("a" * 200) == []

@@ -62,7 +62,7 @@ def match_text(view: LogView, room: int = 0) -> str:
     at = view.match_position()
     tail = "" if at is None else f", at {at:,}"
     if store.search is not None and store.search.literal:
-        tail += " (literal)"
+        tail += " (literal: the pattern was too slow)" if store.search.slow else " (literal)"
     found = f"{store.match_count:,} of {kept} lines match{tail}"
     if room and len(found) > room:
         found = f"{store.match_count:,} of {kept} match{tail}"

@@ -18,10 +18,24 @@ call per line: 20,000 kept lines answer within a frame):
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import regex
+
 SEARCH_SPAN = 4_000  # regex work per line is capped: a 1 MB line costs what a 4 k one does
+# A pattern is the user's: `(a*)*b` backtracks for minutes on one line, and a search runs on the app's
+# thread at every keystroke. The `regex` engine (re's syntax, timeouts) stops it: past SEARCH_BUDGET_S for
+# the kept lines `lines` raises SearchTooSlow (the store then searches the literal text); past
+# SPAN_BUDGET_S a line's highlight is left out.
+SEARCH_BUDGET_S = 0.5
+SPAN_BUDGET_S = 0.05
+
+
+class SearchTooSlow(Exception):
+    """The pattern took longer than SEARCH_BUDGET_S over the lines (catastrophic backtracking)."""
+
 
 _CONTEXT = ("(?=", "(?!", "(?<", "\\A", "\\Z", "\\z")  # can look past a line's start or end
 _CODE_ESCAPE = re.compile(r"\\[xuUN0-9]")  # \x41, \u0041, \N{...}, octal: letters by code
@@ -37,7 +51,7 @@ def _foldable(text: str, literal: bool, flags: int) -> bool:
     """A case-insensitive pattern that matches ASCII text exactly as its case-sensitive self matches the
     lowered text: ASCII, and nothing whose case sense differs from a literal letter's (a class like
     `[!-\\]]` holds upper-case letters only, `\\x41` is "A", `(?-i:...)` turns the flag off)."""
-    if not flags & re.IGNORECASE or not text.isascii():
+    if not flags & regex.IGNORECASE or not text.isascii():
         return False
     if literal:
         return True
@@ -49,42 +63,59 @@ class Search:
     """A compiled search: a regex when the text is one, else the literal text; smart case."""
 
     text: str
-    pattern: re.Pattern[str]
+    pattern: regex.Pattern[str]
     literal: bool
-    joined: re.Pattern[str] | None = None  # for one pass over lines joined with "\n"; None: per line
-    folded: re.Pattern[str] | None = None  # case-sensitive, for the lowered joined text (ASCII only)
+    joined: regex.Pattern[str] | None = None  # for one pass over lines joined with "\n"; None: per line
+    folded: regex.Pattern[str] | None = None  # case-sensitive, for the lowered joined text (ASCII only)
+    slow: bool = False  # searched as literal text because the pattern was too slow
 
     @classmethod
-    def parse(cls, text: str) -> Search | None:
+    def parse(cls, text: str, *, literal: bool = False) -> Search | None:
+        """`literal`: the text as it is, not as a pattern (after SearchTooSlow)."""
         if not text:
             return None
-        flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
+        flags = 0 if any(c.isupper() for c in text) else regex.IGNORECASE
         try:
-            pattern, literal = re.compile(text, flags), False
-        except re.error:
-            pattern, literal = re.compile(re.escape(text), flags), True
+            if literal:
+                raise regex.error("asked for the literal text")
+            pattern = regex.compile(text, flags)
+        except regex.error:
+            pattern, literal = regex.compile(regex.escape(text), flags), True
         source = pattern.pattern
         joined = folded = None
         if _joinable(text, literal):
-            joined = re.compile(source, flags | re.MULTILINE)
+            joined = regex.compile(source, flags | regex.MULTILINE)
             if text[:1].isalpha() and _foldable(text, literal, flags):
-                # a leading letter keeps sre from its fast literal-prefix scan under IGNORECASE; a leading
-                # "[" or digit does not, and lowering the whole text would then cost more than it saves
-                folded = re.compile(source, (flags & ~re.IGNORECASE) | re.MULTILINE)
+                # a leading letter keeps the engine from its fast literal-prefix scan under IGNORECASE;
+                # a leading "[" or digit does not, and lowering the whole text would then cost more
+                folded = regex.compile(source, (flags & ~regex.IGNORECASE) | regex.MULTILINE)
         return cls(text, pattern, literal, joined, folded)
 
-    def matches(self, line: str) -> bool:
-        return self.pattern.search(line, 0, SEARCH_SPAN) is not None
+    def matches(self, line: str, timeout: float | None = SEARCH_BUDGET_S) -> bool:
+        """Raises SearchTooSlow past `timeout` seconds."""
+        try:
+            return self.pattern.search(line, 0, SEARCH_SPAN, timeout=timeout) is not None
+        except TimeoutError:
+            raise SearchTooSlow(self.text) from None
 
     def spans(self, line: str) -> list[tuple[int, int]]:
-        found = self.pattern.finditer(line, 0, SEARCH_SPAN)
+        """The matches to highlight in one line; none when finding them takes past SPAN_BUDGET_S."""
+        try:
+            found = list(self.pattern.finditer(line, 0, SEARCH_SPAN, timeout=SPAN_BUDGET_S))
+        except TimeoutError:
+            return []
         return [(m.start(), m.end()) for m in found if m.end() > m.start()]
 
     def lines(self, texts: Sequence[str]) -> list[int]:
-        """The indices of the matching lines, ascending: `[i for i, t in enumerate(texts) if matches(t)]`."""
+        """The indices of the matching lines, ascending: `[i for i, t in enumerate(texts) if matches(t)]`.
+        Raises SearchTooSlow past SEARCH_BUDGET_S in all."""
+        deadline = None if self.literal else time.monotonic() + SEARCH_BUDGET_S  # text cannot backtrack
         if self.joined is None or len(texts) < 2:
-            matches = self.matches
-            return [i for i, line in enumerate(texts) if matches(line)]
+            found = []
+            for i, line in enumerate(texts):
+                if self.matches(line, _left(deadline, self.text)):
+                    found.append(i)
+            return found
         span = SEARCH_SPAN
         if max(map(len, texts)) <= span:
             text = "\n".join(texts)
@@ -93,21 +124,36 @@ class Search:
         pattern = self.joined
         if self.folded is not None and text.isascii():
             text, pattern = text.lower(), self.folded  # ASCII: same length, same "\n"s
-        return self._one_pass(pattern, text, texts)
+        return self._one_pass(pattern, text, texts, deadline)
 
-    def _one_pass(self, pattern: re.Pattern[str], text: str, texts: Sequence[str]) -> list[int]:
+    def _one_pass(
+        self, pattern: regex.Pattern[str], text: str, texts: Sequence[str], deadline: float | None
+    ) -> list[int]:
         found: list[int] = []
         search, count, find = pattern.search, text.count, text.find
         pos = line = 0
         while True:
-            m = search(text, pos)
+            try:
+                m = search(text, pos, timeout=_left(deadline, self.text))
+            except TimeoutError:
+                raise SearchTooSlow(self.text) from None
             if m is None:
                 return found
             start = m.start()
             line += count("\n", pos, start)
             end = find("\n", start)
-            if end < 0 or m.end() <= end or self.matches(texts[line]):  # a match ran on: its line alone
+            ran_on = end >= 0 and m.end() > end
+            if not ran_on or self.matches(texts[line], _left(deadline, self.text)):  # its line alone
                 found.append(line)
             if end < 0:
                 return found
             pos, line = end + 1, line + 1
+
+
+def _left(deadline: float | None, text: str) -> float | None:
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise SearchTooSlow(text)
+    return left

@@ -9,10 +9,11 @@ ceil(len / width) rows.
 
 from __future__ import annotations
 
+import dataclasses
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
-from sgtui.ui.widgets.log_search import Search
+from sgtui.ui.widgets.log_search import Search, SearchTooSlow
 
 MAX_LINE = 16_384  # a server_args= dump is ~6 k characters; a tensor dump is cut here, saying by how much
 
@@ -64,7 +65,7 @@ class LineStore:
         self.total += len(batch)
         self.widest = max(self.widest, widest)
         if self.search is not None:
-            hits = self.search.lines(batch)
+            hits = self._hits(batch)
             self._matches.extend(start + i for i in hits)
             added_view = [batch[i] for i in hits] if self.filtering else batch
         else:
@@ -106,9 +107,25 @@ class LineStore:
             self._matches = []
         else:
             first = self.first
-            self._matches = [first + i for i in self.search.lines(self.lines)]
+            self._matches = [first + i for i in self._hits(self.lines)]
         self._rebuild_rows()
         return self.search
+
+    def _hits(self, lines: list[str]) -> list[int]:
+        """The search's matching lines among `lines` (all kept lines, or an appended batch, which is kept
+        already); a pattern too slow is searched as its literal text from then on, the kept lines asked
+        again (`Search.slow` says so beside the count): a keystroke never holds the app up."""
+        assert self.search is not None
+        try:
+            return self.search.lines(lines)
+        except SearchTooSlow:
+            literal = Search.parse(self.search.text, literal=True)
+            assert literal is not None
+            self.search = dataclasses.replace(literal, slow=True)
+            if lines is not self.lines:  # an append: the lines before it matched the pattern, not the text
+                older = self.lines[: len(self.lines) - len(lines)]
+                self._matches = [self.first + i for i in self.search.lines(older)]
+            return self.search.lines(lines)
 
     @property
     def match_count(self) -> int:
