@@ -5,11 +5,11 @@ unless the text has an upper-case letter). Only the first SEARCH_SPAN characters
 regex pass over the lines joined with "\\n" where that is the same thing (a pass in C instead of a Python
 call per line: 20,000 kept lines answer within a frame):
 
-- the joined pattern is compiled with re.MULTILINE, so `^` and `$` still mean a line's start and end;
+- the joined pattern is compiled with MULTILINE, so `^` and `$` still mean a line's start and end;
 - a match that runs into the next line (`\\s`, `[^x]`, `.` under `(?s)` match "\\n") is checked on its own
   line alone, and the pass goes on from the next line;
-- what could see past a line's ends (lookarounds, `\\A`, `\\Z`) keeps the per-line loop, and so does a
-  pattern anchored with a leading `^` (per line it fails at once; joined, the engine tries every column);
+- what could see past a line's ends (lookarounds, `\\A`, `\\Z`) keeps the per-line loop (a leading `^`
+  does not: the `regex` engine finds MULTILINE line starts at once, where `re` tried every column);
 - a case-insensitive search of ASCII text runs case-sensitively over the lowered text when the pattern
   starts with a letter and cannot tell the difference (no character class, escape by code or inline flag:
   see `_foldable`).
@@ -44,7 +44,7 @@ _CODE_ESCAPE = re.compile(r"\\[xuUN0-9]")  # \x41, \u0041, \N{...}, octal: lette
 def _joinable(text: str, literal: bool) -> bool:
     if literal:
         return True
-    return not text.startswith("^") and not any(bit in text for bit in _CONTEXT)
+    return not any(bit in text for bit in _CONTEXT)
 
 
 def _foldable(text: str, literal: bool, flags: int) -> bool:
