@@ -37,7 +37,7 @@ class DeployActions:
             )
             app.action_tab("flags")
             return None
-        self.deployment.keep_values(app.form.values())
+        self.deployment.keep_form(app.form)
         return self.deployment.profile
 
     def refused(self, what: str) -> bool:
@@ -228,7 +228,7 @@ class DeployActions:
         if value is False:
             value = None
         await self.app.form.set_flag(flag, value)
-        self.deployment.keep_values(self.app.form.values())
+        self.deployment.keep_form(self.app.form)
 
     def retarget(self, host: str, container: ContainerView) -> None:
         app = self.app
@@ -243,7 +243,22 @@ class DeployActions:
         paths = profile_ops.find_profiles(app.profile_dirs)
 
         def chosen(choice: ProfileChoice | None) -> None:
-            if choice is not None:
+            if choice is None:
+                return
+            errors = app.form.errors()
+            if choice.action in ("save", "duplicate") and errors:  # the profile would lose those flags
+                said = "; ".join(errors.values())
+                app.notify(f"not saved: fix the flags first ({said})", severity="error", timeout=12)
+            elif choice.action == "open" and app.form.dirty and not app.readonly:
+                app.push_screen(
+                    ConfirmScreen(
+                        f"Open {choice.path} and lose the unsaved flag edits?",
+                        "The flags tab has edits not saved to the profile (ctrl+s in this list saves "
+                        "them). Yes opens the other profile and loses them; no goes back.",
+                    ),
+                    lambda yes: app.call_later(self._profile_choice, choice) if yes else None,
+                )
+            else:
                 app.call_later(self._profile_choice, choice)
 
         app.push_screen(ProfilesScreen(paths, self.deployment.name), chosen)
@@ -252,7 +267,7 @@ class DeployActions:
         from sgtui.core.errors import UserError
 
         app, d = self.app, self.deployment
-        d.keep_values(app.form.values())
+        d.keep_form(app.form)
         try:
             if choice.action == "open" and choice.path is not None:
                 d.open(profile_ops.load(choice.path), choice.path)

@@ -149,9 +149,9 @@ class HostRouting(Base):
                 timeout=10,
             )
             return
-        self.deployment.keep_values(self.form.values())
+        self.deployment.keep_form(self.form)
         if self.deployment.set_version(message.version):
-            self.call_later(self.flags.rebuild, False)
+            self.call_later(self.flags.rebuild)  # the edits carried, a mistyped field's text too
         self.sub_title = self.deployment.title
         self.draw_status()
         self.flags.schedule_fit()
@@ -162,9 +162,9 @@ class HostRouting(Base):
         if message.problem:
             self.notify(message.problem, severity="warning", timeout=10)
         if message.table is not None:
-            self.deployment.keep_values(self.form.values())
+            self.deployment.keep_form(self.form)
             if self.deployment.set_flag_table(message.table):
-                self.call_later(self.flags.rebuild, False)
+                self.call_later(self.flags.rebuild)
                 self.flags.schedule_fit()
         self.sub_title = self.deployment.title
         self.draw_status()

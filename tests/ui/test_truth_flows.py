@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
 from textual.widgets import TabbedContent
 
 from sgtui.core.profiles import Profile
+from sgtui.ui import messages as m
+from sgtui.ui import profile_ops
 from sgtui.ui.app import SgtuiApp
 from sgtui.ui.screens.fit_confirm import FitConfirmScreen
 from sgtui.ui.screens.profiles import ProfilesScreen
@@ -278,3 +281,61 @@ async def test_the_memory_sgtuis_own_live_run_holds_does_not_shrink_the_fit(prof
         app.post_message(m.GpuSampled("pve", gpus((3, 20_483)), time.monotonic()))
         await wait_for(pilot, lambda: app.fit_inputs.live != before, what="the new reading")
         assert [g.used_mib for g in app.fit_inputs.live] == [3.0, 20_483.0]
+
+
+# ---- a field holding a typo is never dropped from the profile ------------------------------------------
+async def _mistype(pilot: Any, app: SgtuiApp, flag: str, text: str) -> None:
+    await fitted(pilot, app)
+    app.main.query_one(TabbedContent).active = "flags"
+    field = app.form.field(flag)
+    assert field is not None
+    field.control.value = text
+    await wait_for(pilot, lambda: bool(app.form.errors()), what="the field's error")
+
+
+async def test_saving_with_a_field_in_error_saves_nothing_and_says_which(
+    profile: Profile, _config_dir: Path
+) -> None:
+    """Saved, the profile would lose the flag (the form leaves an invalid field out of its values) and
+    launch with SGLang's default: TP 1 instead of 2."""
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await _mistype(pilot, app, "--tp-size", "x")
+        await press_until(pilot, "p", lambda: isinstance(app.screen, ProfilesScreen), "the profiles screen")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not list(_config_dir.glob("profiles/*.yaml"))
+        assert any("not saved: fix the flags first" in n.message for n in app._notifications)
+        assert profile_ops.values(app.deployment.profile)["--tp-size"] == 2
+
+
+async def test_a_new_release_rebuilds_the_form_with_the_mistyped_text_and_the_flag_kept(
+    profile: Profile,
+) -> None:
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await _mistype(pilot, app, "--tp-size", "x")
+        old = app.form
+        d = app.deployment
+        app.post_message(m.VersionDetected(d.host, d.target_label, "0.5.11"))
+        await wait_for(pilot, lambda: app.form is not old, what="the new release's form")
+        field = app.form.field("--tp-size")
+        assert field is not None and field.control.value == "x" and field.error
+        assert profile_ops.values(d.profile)["--tp-size"] == 2  # the last good value, until it is fixed
+
+
+async def test_opening_another_profile_with_unsaved_edits_asks_first(profile: Profile) -> None:
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await fitted(pilot, app)
+        field = app.form.field("--context-length")
+        assert field is not None
+        field.control.value = "16384"
+        await wait_for(pilot, lambda: app.form.dirty, what="an unsaved edit")
+        await press_until(pilot, "p", lambda: isinstance(app.screen, ProfilesScreen), "the profiles screen")
+        await pilot.press("enter")  # the first profile in the list
+        await wait_for(pilot, lambda: asking(app), what="the question")
+        assert "lose the unsaved flag edits" in str(app.screen.query_one("#confirm-question").render())
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.form.field("--context-length").control.value == "16384"  # type: ignore[union-attr]

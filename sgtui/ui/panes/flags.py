@@ -84,14 +84,17 @@ class FlagsPane(Horizontal):
         async with self._rebuilding:  # one at a time: two interleaved would leave two forms
             if not self.is_attached or self._form.catalogue is self.deployment.catalogue:
                 return  # shutting down, or already showing these flags (a version and its table both ask)
-            if keep_edits:
-                self.deployment.keep_values(self._form.values())
+            typed: dict[str, str] = {}
+            if keep_edits:  # a field with an error keeps its last good value and, in the new form, its text
+                values, typed = self._form.carried(profile_ops.values(self.deployment.profile))
+                self.deployment.keep_values(values)
             new = self._new_form()
             await self._form.remove()
             if not (self.is_attached and self.app.is_running):  # the app began to exit meanwhile
                 return
             await self.mount(new, before="#fit-scroll")
             self._form = new
+            new.retype(typed)
         self.schedule_fit()  # the new form's own fit (one started meanwhile waited for it)
 
     # the fit -------------------------------------------------------------------------------------------

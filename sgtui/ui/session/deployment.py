@@ -169,6 +169,12 @@ class Deployment:
         self.fit_inputs = dataclasses.replace(self.fit_inputs, gpu_error=note)
         return True
 
+    def keep_form(self, form: Any) -> None:
+        """The form's values into the profile; a field with an error keeps the profile's value for it (a
+        save or a rebuild never drops a flag because its field holds a typo)."""
+        values, _typed = form.carried(profile_ops.values(self.profile))
+        self.keep_values(values)
+
     def keep_values(self, values: dict[str, Any]) -> None:
         edited = profile_ops.with_values(self.profile, values)
         self.profile = profile_ops.with_flag_table(edited, self.flag_table)

@@ -7,10 +7,6 @@ the canonical dashed flag name, so the profile can be saved and handed to SGLang
 from __future__ import annotations
 
 import difflib
-import json
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -24,74 +20,9 @@ from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Static
 
 from sgtui.core.sglang.flags import GROUPS
+from sgtui.ui.widgets.flag_values import FlagInfo, Parser, field_id, format_value, parse_value
 
-
-@dataclass(frozen=True)
-class FlagInfo:
-    """What the form needs to know about one SGLang flag (for the target's version)."""
-
-    name: str
-    group: str = "other"
-    kind: str = "str"  # str | int | float | bool | json | human_int | bool_optional
-    choices: tuple[str, ...] | None = None
-    help: str = ""
-    multi: bool = False  # takes several values (nargs)
-    known: bool = True  # does the target's SGLang version know it
-
-
-def field_id(flag: str) -> str:
-    """A widget id for any flag name, even one from a hand-edited profile full of brackets."""
-    name = flag.lstrip("-").replace("_", "-")
-    return "flag-" + re.sub(r"[^A-Za-z0-9-]", lambda m: f"_{ord(m.group()):x}", name)
-
-
-def format_value(value: Any) -> str:
-    if isinstance(value, list | tuple):
-        return " ".join(str(v) for v in value)
-    if isinstance(value, dict):
-        return json.dumps(value, separators=(",", ":"))
-    return "" if value is None else str(value)
-
-
-def _one(info: FlagInfo, text: str) -> Any:
-    if info.kind in ("int", "human_int"):
-        try:
-            return int(text.replace("_", ""))
-        except ValueError:
-            raise ValueError(f"expected a whole number, got {text!r}") from None
-    if info.kind == "float":
-        try:
-            return float(text)
-        except ValueError:
-            raise ValueError(f"expected a number such as 0.85, got {text!r}") from None
-    if info.choices and text not in info.choices:
-        raise ValueError(f"{text!r} is not one of: {', '.join(info.choices)}")
-    return text
-
-
-def parse_value(info: FlagInfo, text: str) -> Any:
-    """The typed value for the field's text; empty means "not set". Raises ValueError with a clear reason."""
-    text = text.strip()
-    if not text:
-        return None
-    if info.kind == "json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if info.kind == "bool_optional":
-        low = text.lower()
-        if low in ("true", "yes", "on", "1"):
-            return True
-        if low in ("false", "no", "off", "0"):
-            return False
-        raise ValueError(f"expected true or false, got {text!r}")
-    if info.multi:
-        return [_one(info, part) for part in text.split()]
-    return _one(info, text)
-
-
-Parser = Callable[[FlagInfo, str], Any]
+__all__ = ["FlagField", "FlagInfo", "LaunchForm", "Parser", "field_id", "format_value", "parse_value"]
 
 
 class FlagField(Vertical):
@@ -326,6 +257,29 @@ class LaunchForm(VerticalScroll):
 
     def errors(self) -> dict[str, str]:
         return {flag: fld.error for flag, fld in self._fields.items() if fld.error}
+
+    def carried(self, last_good: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+        """What a rebuilt form carries over, in form order: the values, a field with an error keeping
+        `last_good`'s value for it (never dropped: the profile would launch without the flag); and the
+        text typed into each such field, to put back in the new form with its error."""
+        values: dict[str, Any] = {}
+        typed: dict[str, str] = {}
+        for flag, fld in self._fields.items():
+            if fld.error and isinstance(fld.control, Input):
+                typed[flag] = fld.control.value
+                if last_good.get(flag) is not None:
+                    values[flag] = last_good[flag]
+            elif (v := fld.value) is not None:
+                values[flag] = v
+        return values, typed
+
+    def retype(self, typed: dict[str, str]) -> None:
+        """Put back text typed into fields before a rebuild (shown with its error, as it was)."""
+        for flag, text in typed.items():
+            fld = self._fields.get(flag)
+            if fld is not None and isinstance(fld.control, Input):
+                fld.control.value = text
+                fld._validate()
 
     def field(self, flag: str) -> FlagField | None:
         return self._fields.get(flag)
