@@ -38,7 +38,7 @@ from sgtui.ui.serving_routing import ServingRouting
 from sgtui.ui.session import Deployment, FleetState, FollowedRuns, GpuHistory, RunSession
 from sgtui.ui.session.fleet import FitNeed
 from sgtui.ui.status_line import GPU_STALE_S, host_runs_silence, status_line
-from sgtui.ui.views import RunView
+from sgtui.ui.views import RunView, place_of
 from sgtui.ui.widgets.footer import SgtuiFooter
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 from sgtui.ui.widgets.launch_form import FlagInfo, LaunchForm
@@ -359,4 +359,15 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
 
     @on(RunsTable.Open)
     def _open_run(self, event: RunsTable.Open) -> None:
-        self.follow(event.run, self.fit_report, fresh=False)
+        self.follow(event.run, self._fit_of(event.run), fresh=False)
+
+    def _fit_of(self, run: RunView) -> dict[str, Any] | None:
+        """The form's fit stands for a run only if the run is this deployment's with the same command: a
+        run launched with other flags, or elsewhere, is not compared with a prediction for these."""
+        d = self.deployment
+        if run.host != d.host or place_of(run.target) != place_of(d.target_label):
+            return None
+        argv = getattr(run.raw, "argv", None)
+        if argv is not None and list(argv) != list(getattr(d.profile, "command", argv)):
+            return None
+        return self.fit_report

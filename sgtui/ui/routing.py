@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 
 from sgtui.ui import messages as m
 from sgtui.ui.session.fleet import HOST_CHART_SAMPLES
+from sgtui.ui.views import place_of
 from sgtui.ui.widgets.gpu_panel import GpuPanel
 
 if TYPE_CHECKING:
     from sgtui.ui.app import SgtuiApp
+    from sgtui.ui.views import RunView
 
     Base = SgtuiApp
 else:
@@ -103,6 +105,16 @@ class HostRouting(Base):
             self.controller.list_runs(host, d.target, getattr(d.profile, "runs_dir", None))
         else:
             self.controller.list_runs(host, None)
+
+    def relist_runs(self, runs: list[RunView]) -> None:
+        """List again the targets these runs are on (a run in a container of another host than the
+        deployment's: relisting that host's bare host would leave its row as it was until the next round)."""
+        for host, place in dict.fromkeys((r.host, place_of(r.target)) for r in runs):
+            if host == self.deployment.host and place == place_of(self.deployment.target_label):
+                self.relist(host)
+                continue
+            found = [c for c in self.fleet.host(host).containers if (c.kind, c.id) == place]
+            self.controller.list_runs(host, found[0] if found and place[0] != "host" else None)
 
     def relist_all(self, host: str) -> None:
         """Every target of `host`: the bare host, its running containers, the deployment's target."""

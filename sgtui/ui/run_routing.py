@@ -210,8 +210,7 @@ class RunRouting(Base):
                 severity="error" if outcome == "failed" else "information",
                 timeout=10,
             )
-        for host in session.hosts:
-            self.relist(host)
+        self.relist_runs(session.records)
         self.draw_runs()
         self.draw_status()
         self.refresh_bindings()
@@ -231,8 +230,7 @@ class RunRouting(Base):
             self.log_pane.draw_status(message.text)
         if session is not None and message.done and message.ok:
             if session.state == "failed":  # a failed run stays failed: the stop only freed what it held
-                for host in session.hosts:
-                    self.relist(host)
+                self.relist_runs(session.records)
             else:
                 session.set_state("stopped")  # relists, as every outcome does
         if message.done:  # said for a moment (and in a notification), then the view's own state again

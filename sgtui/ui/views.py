@@ -39,6 +39,15 @@ class ContainerView:
         return f"{prefix} {self.id}" + (f" {self.name}" if self.name and self.name != self.id else "")
 
 
+def place_of(label: str) -> tuple[str, str]:
+    """(kind, id) of a target as either layer labels it: a run's "pct 129" / "host" (the record's own
+    Target) or the app's "lxc 129 name" / "bare host" (`ContainerView.label`)."""
+    words = label.split()
+    if not words or words[0] in ("host", "bare"):
+        return ("host", "")
+    return ("pct" if words[0] in ("pct", "lxc") else words[0], words[1] if len(words) > 1 else "")
+
+
 @dataclass(frozen=True)
 class GpuProcessView:
     """A process holding GPU memory; `used_mib` is None when nvidia-smi says [N/A] (containers, MIG)."""

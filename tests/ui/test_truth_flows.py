@@ -339,3 +339,40 @@ async def test_opening_another_profile_with_unsaved_edits_asks_first(profile: Pr
         await pilot.press("n")
         await pilot.pause()
         assert app.form.field("--context-length").control.value == "16384"  # type: ignore[union-attr]
+
+
+async def test_a_run_opened_from_the_list_is_compared_with_the_fit_only_if_launched_with_these_flags(
+    profile: Profile,
+) -> None:
+    """Its memory panel put "KV tokens predicted" from the form's fit beside the actual count of a run
+    launched with other flags (or on another host): "none (2.42 GiB short)" for a run serving 40k."""
+    from types import SimpleNamespace
+
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await fitted(pilot, app)
+        d = app.deployment
+
+        def run(host: str, argv: list[str] | None) -> RunView:
+            raw = SimpleNamespace(argv=argv) if argv is not None else None
+            return RunView("r", host, "pct 129", "qwen", "running", "/l/r.log", raw=raw)  # as a record says
+
+        assert app._fit_of(run(d.host, list(profile.command))) is app.fit_report is not None
+        assert app._fit_of(run(d.host, [*profile.command, "--max-running-requests", "38"])) is None
+        assert app._fit_of(run("gpu2", list(profile.command))) is None
+
+
+async def test_a_run_in_another_hosts_container_is_listed_again_where_it_is(profile: Profile) -> None:
+    """Its row said "running" for 20-40 s after its stop: the host's bare host was listed again, not the
+    container the run is in."""
+    from sgtui.ui.views import ContainerView
+
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await fitted(pilot, app)
+        lxc = ContainerView("pct", "129", "sglang", "running")
+        app.fleet.host("gpu2").containers = [ContainerView("host", ""), lxc]
+        asked: list[tuple[str, object]] = []
+        app.controller.list_runs = lambda host, target, runs_dir=None: asked.append((host, target))  # type: ignore[method-assign]
+        app.relist_runs([RunView("r", "gpu2", "pct 129", "qwen", "stopped", "/l/r.log")])
+        assert asked == [("gpu2", lxc)]
