@@ -188,12 +188,25 @@ def _pool_rows(text: Text, report: dict[str, Any]) -> None:
         _row(text, "KV tokens", f"none: {-short:.2f} GiB short", "bold red")
 
 
+# What an estimate `sgtui fit` lets its user replace by hand means here, where no such field exists
+FIT_INPUTS = {
+    "--free-gib": "free at start is estimated: the GPU total less the baseline table's figure for this card "
+    'and TP, less what is in use now; a launch\'s "Load weight begin. avail mem=" gives the exact figure',
+    "--weights-gib": "weights/GPU are estimated from the config's shapes: the checkpoint's safetensors were "
+    "not read on the target",
+    "--draft-weights-gib": "draft weights are estimated from the draft model's config",
+}
+
+
 def _warning_rows(text: Text, warnings: list[dict[str, Any]]) -> None:
     if warnings:
         text.append("\n")
     for w in warnings:
         text.append("\n⚠ ", style="yellow")
         flag = w.get("flag")
+        if flag in FIT_INPUTS:  # `sgtui fit`'s own inputs: the app has no such field, it reads the target
+            text.append(FIT_INPUTS[flag])
+            continue
         if flag:
             text.append(f"{flag}: ", style="bold")
         text.append(str(w.get("message", "")))
