@@ -70,11 +70,14 @@ class HostRouting(Base):
             said = "HOST KEY CHANGED: Enter shows it (nothing was sent)"
             message = m.HostStateChanged(message.host, "failed", said)
         host = self.fleet.host(message.host)
-        before = host.set_state(message.state, message.detail)
+        state = message.state
+        if state == "connecting" and host.state == "lost":
+            state = "lost"  # a retry of a lost link: lost since it was lost (its age too) until it is back
+        before = host.set_state(state, host.detail if state != message.state else message.detail)
         self.fleet_pane.refresh_soon()
         self.draw_runs()  # a host not connected has its rows greyed
         self.draw_status()
-        if message.state == "lost":
+        if state == "lost" and before != "lost":  # said once, not at every retry
             self.notify(
                 f"connection to {message.host} lost: {message.detail or 'retrying'}; runs keep running there",
                 severity="error",

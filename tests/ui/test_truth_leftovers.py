@@ -270,3 +270,25 @@ async def test_switching_to_a_run_on_another_host_shows_that_hosts_gpu_history_o
         await wait_for(pilot, lambda: app.gpu_host == "pve", what="back on pve's run")
         assert spark() == pve
         assert app.history is app.followed.get("run-a").history  # type: ignore[union-attr]
+
+
+async def test_a_lost_link_retrying_is_said_once_and_stays_lost_since_it_was_lost(profile: Profile) -> None:
+    """Each retry (lost, connecting, lost ...) used to notify again, stacking notices over the screen, and
+    to reset the host's "lost 3s" age."""
+    clock = Clock()
+    backend = FakeBackend(hold_tail=True)
+    app = SgtuiApp(backend, profile, theme="textual-dark", clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.host_states.get("pve") == "connected", what="connected")
+        backend.push_state("lost", "keepalive timeout")
+        await wait_for(pilot, lambda: app.host_states["pve"] == "lost", what="lost")
+        clock.now += 25.0
+        for state in ("lost", "connecting", "lost", "connecting", "lost"):
+            backend.push_state(state, "reconnecting in 10.00 s" if state == "lost" else "")
+            await pilot.pause()
+        await pilot.pause()
+        said = [n for n in app._notifications if "connection to pve lost" in n.message]
+        assert len(said) == 1 and app.host_states["pve"] == "lost"
+        assert app.fleet.host("pve").state_age == 25.0
+        backend.push_state("connected")
+        await wait_for(pilot, lambda: app.host_states["pve"] == "connected", what="back")
