@@ -257,12 +257,8 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         self.fleet_pane.runs_silence = lambda name: host_runs_silence(self, name)
         self.fleet_pane.fit_need = self.fit_need
         self.fleet_pane.rates = self.host_rates
-        pane = self.log_pane
-        pane.log.focus()
-        if d.host:
-            pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
-        else:  # nothing configured yet: what to do, not a blank host
-            pane.welcome(NO_HOST_LINES)
+        self.log_pane.log.focus()
+        self.welcome()
         self.main.set_class(self.size.width < 100, "-narrow")
         self.draw_status()
         self._load_keymap()
@@ -356,6 +352,14 @@ class SgtuiApp(Actions, HostDialogs, HostRouting, RunRouting, ServingRouting, Ap
         self.connect(pick.host)
         if pick.container is not None:
             self.deploy.retarget(pick.host, pick.container)
+
+    def welcome(self) -> None:
+        """The log tab's first words while no run is shown: the profile and target in use, the keys."""
+        d = self.deployment
+        if d.host:
+            self.log_pane.welcome([f"Profile {d.name} for {d.host} › {d.target_label}.", *WELCOME_KEYS])
+        else:  # nothing configured yet: what to do, not a blank host
+            self.log_pane.welcome(NO_HOST_LINES)
 
     @on(RunsTable.Open)
     def _open_run(self, event: RunsTable.Open) -> None:

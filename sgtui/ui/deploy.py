@@ -234,6 +234,7 @@ class DeployActions:
         app = self.app
         self.deployment.retarget(host, container)
         app.notify(f"target: {host} › {container.label}", timeout=4)
+        app.welcome()
         if app.fleet.host(host).state == "connected":
             app.deployment_connected()
         app.draw_status()
@@ -278,6 +279,7 @@ class DeployActions:
                 if app.fleet.host(d.host).state == "connected":
                     app.deployment_connected()
                 app.notify(f"opened {choice.path}")
+                app.welcome()
             elif choice.action == "save":
                 d.path = profile_ops.save(d.profile, d.path)
                 app.form.mark_saved()

@@ -379,3 +379,17 @@ async def test_a_run_in_another_hosts_container_is_listed_again_where_it_is(prof
         app.controller.list_runs = lambda host, target, runs_dir=None: asked.append((host, target))  # type: ignore[method-assign]
         app.relist_runs([RunView("r", "gpu2", "pct 129", "qwen", "stopped", "/l/r.log")])
         assert asked == [("gpu2", lxc)]
+
+
+async def test_the_welcome_names_the_target_in_use_after_a_retarget(profile: Profile) -> None:
+    """It kept naming the first profile's host while the status line named the new one."""
+    from sgtui.ui.views import ContainerView
+
+    app = SgtuiApp(FakeBackend(), profile, theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await fitted(pilot, app)
+        assert app.log_pane.log.store.lines[0] == "Profile qwen36-27b-2xa6000 for pve › lxc 129."
+        app.deploy.retarget("gpu2", ContainerView("host", ""))
+        await pilot.pause()
+        assert app.log_pane.log.store.lines[0] == "Profile qwen36-27b-2xa6000 for gpu2 › bare host."
+        assert sum(line.startswith("Profile ") for line in app.log_pane.log.store.lines) == 1

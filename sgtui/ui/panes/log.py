@@ -55,6 +55,10 @@ class LogPane(Horizontal):
         return self.query_one(DiagnosisPanel)
 
     def welcome(self, lines: list[str]) -> None:
+        """What to do, while no run is shown; said again (replaced) when the profile or target changes."""
+        if self.session is not None:
+            return
+        self.log.reset()
         self.log.append(lines)
         self.draw_status()
 
