@@ -92,6 +92,11 @@ def test_status_without_metrics_reads_the_log_and_text_output(tmp_path: Path) ->
         assert bench.returncode == 0, bench.stdout + bench.stderr
         assert "sgtui: 8/8" in bench.stdout and "saved " in bench.stdout
         assert "8/8 requests" not in bench.stderr  # the `\r` progress count is for a terminal, not a pipe
+        insisted = sgtui(
+            "bench", run_id, "--profile", str(profile), "--client", "sglang", config_dir=tmp_path
+        )
+        assert insisted.returncode == 1 and insisted.stderr.count("\n") == 1, insisted.stderr
+        assert "has no sglang.bench_serving; --client builtin (or auto)" in insisted.stderr
         status = sgtui("status", run_id, "--profile", str(profile), "--json", config_dir=tmp_path)
         data = json.loads(status.stdout)
         assert data["health"] == "ready" and "/metrics" not in data["endpoints"]

@@ -223,9 +223,12 @@ async def load_probe(
     """`sgtui bench` and the TUI's `b`: sglang.bench_serving where the run's environment has it (client
     "auto"; "sglang" insists, "builtin" never asks), else the built-in client; the report saved beside
     the run."""
-    use_sglang = client == "sglang" or (
-        client == "auto" and await bench_serving_available(conn, target, python)
-    )
+    use_sglang = client != "builtin" and await bench_serving_available(conn, target, python)
+    if client == "sglang" and not use_sglang:
+        raise ValueError(
+            f"--client sglang: {python} on {target.label} has no sglang.bench_serving; "
+            "--client builtin (or auto) measures with sgtui's own client"
+        )
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if use_sglang:
         out = f"{run_dir}/bench-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}.jsonl"
