@@ -289,8 +289,7 @@ async def target_checks(conn: Transport, target: Target, profile: Any, *, port: 
         port_check(conn, target, profile.python, profile.spec.port) if port else noport(),
     )
     checks = [c for c in (port_result, gpu_check) if c is not None]
-    if any(not c.ok and c.blocking for c in checks):
-        checks = await _name_own_runs(conn, target, profile, checks)
+    checks = await _name_own_runs(conn, target, profile, checks)
     if isinstance(read, BaseException):
         checks.append(Check("model_path", False, str(read), blocking=False))
         why = f"the model config could not be read ({read})"
@@ -311,12 +310,24 @@ OWN_RUNS_LOOKED_AT = 8  # the newest records whose processes a held port or GPU 
 
 async def _name_own_runs(conn: Transport, target: Target, profile: Any, checks: list[Check]) -> list[Check]:
     """A port or GPUs held by sgtui's own run on this target (the same profile launched twice, a run left
-    from yesterday): the failing checks say which run it is, so the user stops that run rather than hunt
-    for "others". Best effort: a listing that fails adds nothing."""
+    from yesterday): the failing check says which run, so the user stops that run rather than hunt for
+    "others". Only a live run that asked for one of these GPUs, or serves on this port, is named. Best
+    effort: a listing that fails adds nothing."""
     from dataclasses import replace
 
+    from sgtui.core.logs.prefix import strip_controls
     from sgtui.remote.runs import RunManager, RunState
+    from sgtui.remote.serving import run_port
 
+    wanted, port = set(run_gpu_indices(profile)), profile.spec.port or 30000
+
+    def holds(check: Check, run: Any) -> bool:
+        if check.name == "gpus":
+            return "held by others" in check.message and bool(wanted & set(run.gpus))
+        return check.name == "port" and "already in use" in check.message and run_port(run.argv) == port
+
+    if not any(c.name in ("gpus", "port") and not c.ok for c in checks):
+        return checks
     runs_dir = profile.runs_dir or getattr(getattr(conn, "host", None), "runs_dir", None)
     manager = RunManager(conn, target, runs_dir)
     try:
@@ -325,11 +336,15 @@ async def _name_own_runs(conn: Transport, target: Target, profile: Any, checks: 
     except (RemoteError, OSError):
         return checks
     live = [r for r, s in zip(records, states, strict=True) if s.state is RunState.RUNNING]
-    if not live:
-        return checks
-    said = ", ".join(f"{r.id}" + (f" ({r.profile})" if r.profile else "") for r in reversed(live))
-    note = f"; sgtui's own run {said} is running on {target.label}: stop it first"
-    return [replace(c, message=c.message + note) if not c.ok and c.blocking else c for c in checks]
+    out = []
+    for check in checks:
+        mine = [r for r in reversed(live) if not check.ok and holds(check, r)]
+        if mine:
+            said = ", ".join(r.id + (f" ({strip_controls(r.profile)})" if r.profile else "") for r in mine)
+            check = replace(check, message=f"{check.message}; sgtui's own run {said} is running on "
+                            f"{target.label}: stop it first")  # fmt: skip
+        out.append(check)
+    return out
 
 
 async def run_preflight(

@@ -112,3 +112,51 @@ def test_the_gpus_a_run_asks_for() -> None:
     assert run_gpu_indices(profile(tp=4, values={"--base-gpu-id": 2})) == [2, 3, 4, 5]
     assert run_gpu_indices(profile(tp=4, nnodes=2)) == [0, 1]
     assert is_hub_id("Qwen/Qwen3.6-27B") and not is_hub_id("/opt/models/x") and not is_hub_id("a/b/c")
+
+
+async def test_only_an_own_run_on_these_gpus_or_this_port_is_named_as_the_holder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another live run of sgtui on other GPUs and another port is not blamed: the user would stop a
+    working server for a process that is someone else's."""
+    from types import SimpleNamespace
+
+    from sgtui.core.preflight import Check
+    from sgtui.remote import preflight
+    from sgtui.remote.runs import RunManager, RunRecord, RunState, RunStatus
+
+    def record(run_id: str, gpus: list[int], port: str) -> RunRecord:
+        argv = ["/p/python", "-m", "sglang.launch_server", "--port", port]
+        return RunRecord(run_id, "h", Target(), "/r", argv, {}, gpus, 1, 1, 1, "b", profile="p\x1b[31m")
+
+    runs = [record("mine", [0, 1], "30000"), record("other", [2, 3], "30001")]
+
+    async def list_runs(self: RunManager) -> list[RunRecord]:
+        return runs
+
+    async def status(self: RunManager, run: RunRecord) -> RunStatus:
+        return RunStatus(RunState.RUNNING)
+
+    monkeypatch.setattr(RunManager, "list_runs", list_runs)
+    monkeypatch.setattr(RunManager, "status", status)
+    conn = SimpleNamespace(host=SimpleNamespace(name="h", runs_dir=None, keep_runs=None))
+    profile = SimpleNamespace(gpus=[0, 1], env={}, runs_dir="/r", spec=SimpleNamespace(port=30000))
+    failing = [
+        Check("port", False, "port 30000 is already in use (...)"),
+        Check("gpus", False, "GPU 0, 1 held by others: pid 7 python"),
+    ]
+    said = await preflight._name_own_runs(conn, Target(), profile, failing)
+    assert all(
+        c.message.endswith("; sgtui's own run mine (p) is running on host: stop it first") for c in said
+    )
+    profile.gpus, profile.spec.port = [2], 30002  # GPU 2 is other's, port 30002 nobody of sgtui's
+    failing = [
+        Check("port", False, "port 30002 is already in use"),
+        Check("gpus", False, "GPU 2 held by others"),
+    ]
+    assert [c.message for c in await preflight._name_own_runs(conn, Target(), profile, failing)] == [
+        "port 30002 is already in use",
+        "GPU 2 held by others; sgtui's own run other (p) is running on host: stop it first",
+    ]
+    failing = [Check("gpus", False, "GPU 7 asked for, the host has 4")]  # not a holder's failure at all
+    assert await preflight._name_own_runs(conn, Target(), profile, failing) == failing
