@@ -159,6 +159,35 @@ def test_a_batch_too_slow_for_the_pattern_turns_the_whole_search_literal() -> No
     assert store.match_lines == [1, 3]
 
 
+def test_a_switch_to_literal_during_an_append_redraws_the_wrapped_view_whole() -> None:
+    """The wrapped rows described the pattern's view; left so, a row pointed past the view's lines."""
+    store = LineStore(100)
+    store.set_wrap(10)
+    store.append(["a" * 40 + "x", "a" * 41 + "x"])
+    store.set_search(SLOW)
+    assert store.view_count == 2 and store.row_count == 10
+    store.append(["a" * 200])
+    assert store.search is not None and store.search.slow and store.search_changed
+    assert store.view_count == 0 and store.row_count == 0
+    store.append(["(.*a){40}x " + "b" * 20])
+    assert store.view_count == 1 and store.row_count == 4
+    assert store.view_line_number(store.row(3)[0]) == 3  # type: ignore[index]
+
+
+@pytest.mark.parametrize("text", [r"(?r)foo", r"\Gfoo", r"x\p{lu}", r"x[[:upper:]]"])
+def test_what_only_the_regex_engine_knows_still_agrees_with_the_per_line_search(text: str) -> None:
+    """Reverse search, \\G, Unicode properties and POSIX classes cannot be joined or folded as re's
+    syntax can: they keep the per-line search, whose answer is the definition."""
+    lines = ["foo", "bar", "xfoo", "foo bar", "fox", "xA", "xa"]
+    search = Search.parse(text)
+    assert search is not None and search.lines(lines) == per_line(search, lines)
+
+
+def test_a_pattern_nested_too_deep_to_compile_is_searched_as_text() -> None:
+    search = Search.parse("(" * 600 + "a" + ")" * 600)
+    assert search is not None and search.literal
+
+
 def test_a_line_too_slow_to_highlight_is_shown_without_highlights() -> None:
     search = Search.parse(SLOW)
     assert search is not None and search.spans("a" * 200) == []

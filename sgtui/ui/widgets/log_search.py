@@ -37,8 +37,9 @@ class SearchTooSlow(Exception):
     """The pattern took longer than SEARCH_BUDGET_S over the lines (catastrophic backtracking)."""
 
 
-_CONTEXT = ("(?=", "(?!", "(?<", "\\A", "\\Z", "\\z")  # can look past a line's start or end
-_CODE_ESCAPE = re.compile(r"\\[xuUN0-9]")  # \x41, \u0041, \N{...}, octal: letters by code
+# can look past a line's start or end, or depend on where a search starts (regex's \G, reverse search)
+_CONTEXT = ("(?=", "(?!", "(?<", "\\A", "\\Z", "\\z", "\\G")
+_CODE_ESCAPE = re.compile(r"\\[xuUN0-9pP]")  # \x41, \u0041, \N{...}, octal, \p{Lu}: letters by code or class
 
 
 def _joinable(text: str, literal: bool) -> bool:
@@ -79,11 +80,11 @@ class Search:
             if literal:
                 raise regex.error("asked for the literal text")
             pattern = regex.compile(text, flags)
-        except regex.error:
+        except (regex.error, RecursionError):  # not a pattern, or nested past the compiler's depth
             pattern, literal = regex.compile(regex.escape(text), flags), True
         source = pattern.pattern
         joined = folded = None
-        if _joinable(text, literal):
+        if _joinable(text, literal) and not pattern.flags & regex.REVERSE:
             joined = regex.compile(source, flags | regex.MULTILINE)
             if text[:1].isalpha() and _foldable(text, literal, flags):
                 # a leading letter keeps the engine from its fast literal-prefix scan under IGNORECASE;

@@ -30,6 +30,7 @@ class LineStore:
     def __init__(self, max_lines: int) -> None:
         self.max_lines = max(1, max_lines)
         self.lines: list[str] = []
+        self.search_changed = False  # set by an append that turned the search literal; the view resets it
         self.total = 0
         self.search: Search | None = None
         self.filtering = True  # with a search: show only the matching lines
@@ -65,8 +66,13 @@ class LineStore:
         self.total += len(batch)
         self.widest = max(self.widest, widest)
         if self.search is not None:
+            before = self.search
             hits = self._hits(batch)
             self._matches.extend(start + i for i in hits)
+            if self.search is not before:  # turned literal: every kept line was asked again
+                self.search_changed = True
+                self._rebuild_rows()
+                return self._trim()
             added_view = [batch[i] for i in hits] if self.filtering else batch
         else:
             added_view = batch

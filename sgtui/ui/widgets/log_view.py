@@ -96,6 +96,10 @@ class LogView(LogFinding, ScrollView, can_focus=True):
         removed_rows = store.append(lines)
         if store.total == total:
             return
+        if store.search_changed:  # a pattern too slow for the new lines: the view's matches all changed
+            store.search_changed = False
+            self._cache.clear()
+            self._generation += 1
         self._resize()
         if removed_rows and not self.following:
             # keep the lines being read where they are on screen while older ones drop off the top
