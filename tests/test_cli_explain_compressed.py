@@ -74,3 +74,44 @@ def test_text_with_odd_bytes_is_still_a_log(tmp_path: Path, capsys: pytest.Captu
     log.write_bytes(b"\x00" * 2000 + text)
     rc, report, _ = _report(capsys, str(log))
     assert rc == 0 and report is not None and report["error_class"] == "not_enough_memory"
+
+
+class Trickle(io.RawIOBase):
+    """A pipe that hands over one byte per read, as a slow producer does."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self.at >= len(self.data) or not len(buffer):
+            return 0
+        buffer[0] = self.data[self.at]
+        self.at += 1
+        return 1
+
+
+def test_a_pipe_that_trickles_is_read_whole_before_it_is_judged(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Peeking a pipe's buffer saw one byte of the gzip magic and called the log binary."""
+    piped = io.BufferedReader(Trickle(gzip.compress(FAILED.read_bytes())))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(piped))
+    rc, report, err = _report(capsys, "-")
+    assert rc == 0 and report is not None and report["error_class"] == "not_enough_memory", err
+
+
+def test_a_damaged_compressed_log_is_read_up_to_the_damage_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    noise = "".join(f"[2026-01-01 00:00:00] request {i} done {i * 7919 % 104729}\n" for i in range(40000))
+    packed = bytearray(gzip.compress((FAILED.read_text() + noise).encode()))
+    middle = len(packed) // 2
+    packed[middle : middle + 64] = bytes(64)  # zeros in the middle of the deflate stream
+    damaged = tmp_path / "server.log.gz"
+    damaged.write_bytes(bytes(packed))
+    rc, report, err = _report(capsys, str(damaged))
+    assert rc == 0 and report is not None and report["error_class"] == "not_enough_memory"
+    assert err.startswith(f"sgtui explain: {damaged}: the gzip data is damaged") and err.count("\n") == 1

@@ -4,10 +4,13 @@ magic bytes, not the name), never a binary file read as a log that says nothing.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import lzma
+import shutil
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
@@ -29,43 +32,49 @@ BINARY_SHARE = 0.10
 
 @contextmanager
 def checked_log(raw: IO[bytes], name: str) -> Iterator[IO[bytes]]:
-    """`raw` as a stream of the log's own bytes: decompressed into a temporary file when it is compressed
-    (the analysis seeks, and a compressed stream seeks backwards only by starting over)."""
-    head = _peek(raw)
-    for magic, opener, kind in COMPRESSED:
-        if head.startswith(magic):
-            with tempfile.TemporaryFile() as spool:
-                try:
-                    with opener(raw) as plain:
-                        while block := plain.read(PIECE):
-                            spool.write(block)
-                except EOFError:  # cut short (copied while being written): what came before is the log
-                    if not spool.tell():
-                        raise UserError(f"{name}: a {kind} file that ends before any of its data") from None
-                    print(
-                        f"sgtui explain: {name}: the {kind} data ends early (a cut copy?); reading the "
-                        f"{spool.tell():,} bytes before the cut",
-                        file=sys.stderr,
-                    )
-                except (OSError, lzma.LZMAError) as exc:
-                    raise UserError(f"{name}: a {kind} file that cannot be decompressed ({exc})") from None
-                spool.seek(0)
-                _refuse_binary(spool.read(PROBE), name)
-                spool.seek(0)
-                yield spool
-            return
-    _refuse_binary(head, name)
-    yield raw
+    """`raw` as a seekable stream of the log's own bytes: a pipe spooled to a temporary file first (the
+    analysis seeks; it would spool it anyway), a compressed log decompressed into one."""
+    with contextlib.ExitStack() as stack:
+        try:
+            if not raw.seekable():
+                spooled = stack.enter_context(tempfile.TemporaryFile())
+                shutil.copyfileobj(raw, spooled, PIECE)
+                spooled.seek(0)
+                raw = spooled
+            start = raw.tell()
+            head = raw.read(PROBE)
+            raw.seek(start)
+        except OSError as exc:
+            raise UserError(f"{name}: cannot read it ({exc.strerror or exc})") from None
+        for magic, opener, kind in COMPRESSED:
+            if head.startswith(magic):
+                plain = stack.enter_context(tempfile.TemporaryFile())
+                _decompress(raw, opener, kind, plain, name)
+                _refuse_binary(plain.read(PROBE), name)
+                plain.seek(0)
+                yield plain
+                return
+        _refuse_binary(head, name)
+        yield raw
 
 
-def _peek(raw: IO[bytes]) -> bytes:
-    """The first bytes without consuming them: a file seeks back; a pipe's buffer is peeked."""
-    if raw.seekable():
-        head = raw.read(PROBE)
-        raw.seek(0)
-        return head
-    peek = getattr(raw, "peek", None)
-    return peek(PROBE)[:PROBE] if peek is not None else b""
+def _decompress(raw: IO[bytes], opener: Any, kind: str, out: IO[bytes], name: str) -> None:
+    """Decompress into `out` (left at its start). Data cut short or damaged part way keeps what came
+    before, with a warning; nothing readable at all is a UserError."""
+    try:
+        with opener(raw) as plain:
+            while block := plain.read(PIECE):
+                out.write(block)
+    except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+        if not out.tell():
+            why = "it ends before any of its data" if isinstance(exc, EOFError) else str(exc)
+            raise UserError(f"{name}: a {kind} file that cannot be decompressed ({why})") from None
+        how = "ends early (a cut copy?)" if isinstance(exc, EOFError) else f"is damaged ({exc})"
+        print(
+            f"sgtui explain: {name}: the {kind} data {how}; reading the {out.tell():,} bytes before it",
+            file=sys.stderr,
+        )
+    out.seek(0)
 
 
 def _refuse_binary(head: bytes, name: str) -> None:
