@@ -316,6 +316,12 @@ def test_a_second_launch_of_a_running_profile_names_the_run_that_holds_its_port_
         assert first.returncode == 0, first.stdout + first.stderr
         run_id = next(json.loads(x) for x in first.stdout.splitlines() if '"launched"' in x)["run"]["id"]
         try:
+            for _ in range(60):  # until its server holds memory on the GPUs (not at once on a loaded box)
+                sample = sgtui("fleet", "--once", "--json", "--host", "sim", config_dir=tmp_path)
+                gpus = [g for line in sample.stdout.splitlines() for g in json.loads(line).get("gpus") or []]
+                if gpus and min(g["used_mib"] or 0 for g in gpus) > 0:
+                    break
+                time.sleep(0.5)
             again = sgtui("launch", str(profile), "--json-events", config_dir=tmp_path)
             assert again.returncode == 3, again.stdout + again.stderr
             checks = {c["name"]: c for c in json.loads(again.stdout.splitlines()[0])["checks"]}

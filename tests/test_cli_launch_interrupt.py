@@ -5,6 +5,8 @@ The server is detached: Ctrl-C stops the watching, not the server. Exit code 130
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import shlex
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 
 from sgtui.commands import interrupt
+from sgtui.commands.events import Printer
 from tests.sim.simhost_process import free_port, running_sim_host, sgtui
 
 PROFILE = "qwen36-27b-2xa6000-mrr8.yaml"
@@ -31,6 +34,19 @@ def _launch(profile: Path, config_dir: Path, *extra: str) -> subprocess.Popen[st
         env=env,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def _wait_until_connecting(proc: subprocess.Popen[str]) -> None:
+    """Until the child holds its SSH connection's socket besides the event loop's own socket pair (so its
+    Ctrl-C handling is in place, whatever the machine's load)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        fds = Path(f"/proc/{proc.pid}/fd")
+        with contextlib.suppress(OSError):
+            if sum(os.readlink(fd).startswith("socket:") for fd in fds.iterdir()) >= 3:
+                return
+        time.sleep(0.05)
+    raise AssertionError("the launch never opened its connection")
 
 
 def _interrupt_after(proc: subprocess.Popen[str], event: str) -> tuple[int, list[dict[str, object]]]:
@@ -86,7 +102,7 @@ def test_ctrl_c_before_the_launch_says_nothing_was_launched(tmp_path: Path) -> N
     with running_sim_host(tmp_path, "--latency-ms", "8000") as host:
         profile = host.profile(PROFILE, server_port=free_port())
         proc = _launch(profile, tmp_path)
-        time.sleep(3)
+        _wait_until_connecting(proc)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         lines = [json.loads(line) for line in out.splitlines()]
@@ -105,7 +121,7 @@ def test_a_launch_under_way_is_finished_when_ctrl_c_comes() -> None:
         return "record"
 
     async def main() -> tuple[str, bool]:
-        return await interrupt.finish_launch(launching())
+        return await interrupt.finish_launch(launching(), Printer(json_events=True, out=said))
 
     async def cancel_soon() -> tuple[str, bool]:
         task = asyncio.ensure_future(main())
@@ -113,5 +129,8 @@ def test_a_launch_under_way_is_finished_when_ctrl_c_comes() -> None:
         task.cancel()  # what asyncio.run does with the first Ctrl-C
         return await task
 
+    said = io.StringIO()
     assert asyncio.run(cancel_soon()) == ("record", True)
-    assert asyncio.run(main()) == ("record", False)
+    assert json.loads(said.getvalue())["event"] == "interrupting"  # said at once, not after the launch
+    said = io.StringIO()
+    assert asyncio.run(main()) == ("record", False) and said.getvalue() == ""

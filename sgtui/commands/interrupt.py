@@ -11,7 +11,9 @@ it. Exit code 130 (128 + SIGINT) in every case.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
+import signal
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,16 +23,29 @@ T = TypeVar("T")
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
-async def finish_launch(launching: Awaitable[T]) -> tuple[T, bool]:
+async def finish_launch(launching: Awaitable[T], printer: Any) -> tuple[T, bool]:
     """Await `launching` to its end even when this task is cancelled meanwhile; (its result, whether a
-    Ctrl-C came during it). Its own errors are raised as they would be."""
+    Ctrl-C came during it). Its own errors are raised as they would be. After the first Ctrl-C the user is
+    told the launch is being finished, and a second one waits for it too (asyncio.run would otherwise
+    cancel the launch half-way, the very thing this prevents)."""
     task = asyncio.ensure_future(launching)
     try:
         return await asyncio.shield(task), False
     except asyncio.CancelledError:
         if task.cancelled():
             raise
+    printer.emit(
+        "interrupting",
+        "interrupted: finishing the launch under way, so that what it starts is named (a few seconds)",
+    )
+    previous = signal.getsignal(signal.SIGINT)
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to hold off
+        signal.signal(signal.SIGINT, lambda *_: None)
+    try:
         return await task, True
+    finally:
+        with contextlib.suppress(ValueError, TypeError):
+            signal.signal(signal.SIGINT, previous)
 
 
 def nothing_launched(printer: Any) -> int:

@@ -180,7 +180,8 @@ async def launch(
         record, cut = await interrupt.finish_launch(
             manager.launch(
                 argv, profile.env, dump_profile(profile), profile.gpus or [], profile_name=profile.name
-            )
+            ),
+            printer,
         )
         printer.emit(
             "launched",

@@ -80,7 +80,7 @@ async def launch_multinode(
 
         try:  # every node or none: a Ctrl-C meanwhile lets the others start too, so one stop ends them all
             records, cut = await interrupt.finish_launch(
-                nodes.launch(addr, dump_profile(profile), on_launched=launched)
+                nodes.launch(addr, dump_profile(profile), on_launched=launched), printer
             )
         except PartialLaunchError as exc:
             started = exc.records[0].id if exc.records else None
