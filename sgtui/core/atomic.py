@@ -4,8 +4,8 @@ sgtui's local run records and its cached flag tables all go through `write_atomi
 A temp file beside the target (created with O_EXCL, 0600, so a planted link is never followed and nobody
 else can read it while it is written), flushed and fsynced, given its final mode, then renamed over the
 target, and the directory fsynced so the rename itself survives a crash. Until the rename the old file
-stays intact; if anything fails the temp file is removed and the error raised. A target that is a symlink
-(a profile kept in a dotfiles repo) has the file it points to replaced: the link stays a link.
+stays intact; if anything fails the temp file is removed and the error raised. With `follow_link` a
+symlinked target (a profile kept in a dotfiles repo) has the file it points to replaced: the link stays.
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str, *, mode: int | None = None, prefix: str | None = None) -> None:
+def write_atomic(
+    path: Path, text: str, *, mode: int | None = None, prefix: str | None = None, follow_link: bool = False
+) -> None:
     """Write `text` (UTF-8) to `path` atomically. `mode`: the file's permissions; None keeps an existing
     file's and makes a new one 0600. `prefix`: the temp file's name start (default `.<name>.`), so a
-    directory's own listing can tell temp files apart. Raises OSError."""
-    path = Path(os.path.realpath(path)) if path.is_symlink() else path
+    directory's own listing can tell temp files apart. `follow_link`: a symlink has the file it names
+    replaced (a user's profile); else the link itself is (sgtui's own records). Raises OSError."""
+    path = Path(os.path.realpath(path)) if follow_link and path.is_symlink() else path
     fd, tmp_name = tempfile.mkstemp(prefix=prefix or f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:

@@ -64,9 +64,11 @@ def test_a_symlinked_file_has_its_target_replaced_and_stays_a_link(tmp_path: Pat
     os.chmod(real, 0o640)
     link = tmp_path / "qwen.yaml"
     link.symlink_to(real)
-    write_atomic(link, "new\n")
+    write_atomic(link, "new\n", follow_link=True)
     assert link.is_symlink() and real.read_text(encoding="utf-8") == "new\n" and _mode(real) == 0o640
     assert sorted(p.name for p in dotfiles.iterdir()) == ["qwen.yaml"]
+    write_atomic(link, "sgtui's own record\n", mode=0o600)  # not asked to follow: the link is replaced
+    assert not link.is_symlink() and real.read_text(encoding="utf-8") == "new\n" and _mode(real) == 0o640
 
 
 def test_the_directory_is_synced_after_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

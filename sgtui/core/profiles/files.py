@@ -71,7 +71,7 @@ def save_profile(profile: Profile, path: str | Path) -> Path:
     text = dump_profile(profile)
     parse_profile(text, path)  # never replace a good file with one sgtui itself cannot read
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text)
+    write_atomic(path, text, follow_link=True)  # a profile linked from a dotfiles repo stays linked
     profile.source = path
     return path
 
