@@ -325,6 +325,8 @@ async def test_a_new_release_rebuilds_the_form_with_the_mistyped_text_and_the_fl
         field = app.form.field("--tp-size")
         assert field is not None and field.control.value == "x" and field.error
         assert profile_ops.values(d.profile)["--tp-size"] == 2  # the last good value, until it is fixed
+        await pilot.pause()
+        assert app.form.dirty  # still unsaved: quitting or opening another profile asks
 
 
 async def test_opening_another_profile_with_unsaved_edits_asks_first(profile: Profile) -> None:

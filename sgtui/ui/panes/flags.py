@@ -89,6 +89,8 @@ class FlagsPane(Horizontal):
                 values, typed = self._form.carried(profile_ops.values(self.deployment.profile))
                 self.deployment.keep_values(values)
             new = self._new_form()
+            if keep_edits:
+                new.keep_saved(self._form)
             await self._form.remove()
             if not (self.is_attached and self.app.is_running):  # the app began to exit meanwhile
                 return

@@ -208,11 +208,16 @@ class LaunchForm(VerticalScroll):
         )
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self.mark_saved)
+        if self._baseline is None:  # a rebuilt form was handed the saved values: its edits stay unsaved
+            self.call_after_refresh(self.mark_saved)
 
     def mark_saved(self) -> None:
         """The values now shown are the saved ones (just loaded, or just written to the profile)."""
         self._baseline = self.values()
+
+    def keep_saved(self, other: LaunchForm) -> None:
+        """Before mount: what counts as saved is what did in `other` (the form this one replaces)."""
+        self._baseline = other._baseline
 
     @property
     def dirty(self) -> bool:
