@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
 import signal
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+
+from sgtui.commands.launch_leftover import stop_command
 
 T = TypeVar("T")
 
@@ -67,6 +68,6 @@ def left_running(printer: Any, run_id: str, what: str, stop_command: str) -> int
 
 def nodes_left_running(printer: Any, records: Sequence[Any], profile: Path) -> int:
     """`left_running` for a multi-node run: every node was launched under one id; one stop ends them all."""
-    run_id = records[0].id
-    stop = f"sgtui stop {run_id} --profile {shlex.quote(str(profile))} --yes"
-    return left_running(printer, run_id, f"{len(records)} nodes", stop)
+    head = records[0]
+    stop = stop_command(head, profile=str(profile), host=head.host, target="host")
+    return left_running(printer, head.id, f"{len(records)} nodes", stop)

@@ -168,7 +168,7 @@ async def launch(
     from sgtui.commands.runs import target_text
 
     where = {"host": host_name, "target": target_text(target)}
-    record = None
+    record = stop = None
     try:
         from sgtui.remote.preflight import run_preflight
 
@@ -210,9 +210,8 @@ async def launch(
         follow.place = shlex.join(places)
         return await follow.run()
     except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels this task): say what runs, if anything
-        if record is None:
+        if record is None or stop is None:
             return interrupt.nothing_launched(printer)
-        stop = stop_command(record, profile=None if host else str(path), **where)
         return interrupt.left_running(printer, record.id, f"pid {record.pid}", stop)
     except RemoteError as exc:
         if getattr(exc, "maybe_running", False):  # cut by a lost connection: it may have started
