@@ -84,10 +84,8 @@ class FlagsPane(Horizontal):
         async with self._rebuilding:  # one at a time: two interleaved would leave two forms
             if not self.is_attached or self._form.catalogue is self.deployment.catalogue:
                 return  # shutting down, or already showing these flags (a version and its table both ask)
-            typed: dict[str, str] = {}
-            if keep_edits:  # a field with an error keeps its last good value and, in the new form, its text
-                values, typed = self._form.carried(profile_ops.values(self.deployment.profile))
-                self.deployment.keep_values(values)
+            # a field with an error keeps its last good value and, in the new form, its text
+            typed = self.deployment.keep_form(self._form) if keep_edits else {}
             new = self._new_form()
             if keep_edits:
                 new.keep_saved(self._form)

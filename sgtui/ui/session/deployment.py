@@ -169,11 +169,13 @@ class Deployment:
         self.fit_inputs = dataclasses.replace(self.fit_inputs, gpu_error=note)
         return True
 
-    def keep_form(self, form: Any) -> None:
+    def keep_form(self, form: Any) -> dict[str, str]:
         """The form's values into the profile; a field with an error keeps the profile's value for it (a
-        save or a rebuild never drops a flag because its field holds a typo)."""
-        values, _typed = form.carried(profile_ops.values(self.profile))
+        save or a rebuild never drops a flag because its field holds a typo). Returns the text typed into
+        such fields (a rebuilt form shows it again)."""
+        values, typed = form.carried(profile_ops.values(self.profile))
         self.keep_values(values)
+        return dict(typed)
 
     def keep_values(self, values: dict[str, Any]) -> None:
         edited = profile_ops.with_values(self.profile, values)
